@@ -1,0 +1,166 @@
+"""Execution plans: the part of a graph a run needs, precomputed as flat arrays.
+
+A plan is built once per (fetches, feeds, targets) signature and graph version,
+and cached by the Session. Everything the executor's hot loop looks up is an
+integer-indexed list: kernel callables, kinds, input counts, consumer edges.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from graph import shapes as _sh
+from graph.core import Node, Tensor
+from exec import kernels as _kernels
+
+# node kinds
+NORMAL, MULTI, SWITCH, MERGE, LOOP_MERGE, ENTER, EXIT, NEXT, FEED, ASYNC = range(10)
+# consumer-edge modes
+DIRECT, PENDING, TO_MERGE, TO_LOOP_MERGE, TO_FETCH = range(5)
+
+_KIND_OF_OP = {"Switch": SWITCH, "Enter": ENTER, "Exit": EXIT, "NextIteration": NEXT}
+SINGLE_OUTPUT_KINDS = frozenset({NORMAL, ENTER, EXIT, NEXT, FEED, ASYNC})
+
+# Elementwise work on at least this many elements goes to the pool (when enabled).
+ASYNC_MIN_ELEMENTS = 1 << 17
+ASYNC_MIN_MATMUL_FLOPS = 1 << 21
+
+
+@dataclass
+class Plan:
+    nodes: list[Node]
+    kind: list[int]
+    fn: list
+    nin: list[int]
+    ndata: list[int]
+    cons: list[list]          # single-output kinds: (dst, slot, mode); others: (port, dst, slot, mode)
+    tmpl: list                # pending-state template per multi-input node: [remaining, dead, *slots]
+    sources: list[int]        # root nodes with no inputs (excluding feeds)
+    feeds: list[tuple[int, int]]  # (node local id, feed index)
+    fetches: list[Tensor]
+    frame_info: dict = field(default_factory=dict)  # Enter local id -> (frame name, is_constant, par)
+    num_enters: dict = field(default_factory=dict)  # frame name -> Enters in the plan
+    exits: dict = field(default_factory=dict)       # frame name -> Exit local ids
+    local: dict = field(default_factory=dict)       # Node -> local id
+
+
+def prune(fetch_nodes: list[Node], fed: set) -> list[Node]:
+    """Nodes needed to compute `fetch_nodes`, stopping at fed nodes, in graph order."""
+    needed: set[int] = set()
+    stack = list(fetch_nodes)
+    while stack:
+        n = stack.pop()
+        if n.id in needed:
+            continue
+        needed.add(n.id)
+        if n in fed:
+            continue
+        stack.extend(t.node for t in n.inputs)
+        stack.extend(n.control_inputs)
+    graph = fetch_nodes[0].graph if fetch_nodes else None
+    return [n for n in graph.nodes if n.id in needed] if graph else []
+
+
+def build_plan(graph, fetches: list[Tensor], targets: list[Node], feeds: list[Tensor], rt,
+               use_pool: bool) -> Plan:
+    fed_nodes = {t.node for t in feeds}
+    for t in feeds:
+        if len(t.node.outputs) != 1:
+            raise ValueError(f"can only feed single-output nodes; {t.name} is output {t.index} of "
+                             f"{t.node.op} {t.node.name}")
+    for t in fetches:
+        if t.node.frame is not None:
+            raise ValueError(f"cannot fetch {t.name}: it lives inside {t.node.frame.describe()}; "
+                             "return it from the loop as a loop variable")
+    nodes = prune([t.node for t in fetches] + list(targets), fed_nodes)
+    local = {n: i for i, n in enumerate(nodes)}
+    n_nodes = len(nodes)
+    kind, fn, nin, ndata, tmpl = [0] * n_nodes, [None] * n_nodes, [0] * n_nodes, [0] * n_nodes, [None] * n_nodes
+    cons: list[list] = [[] for _ in range(n_nodes)]
+    plan = Plan(nodes, kind, fn, nin, ndata, cons, tmpl, [], [], list(fetches), local=local)
+    feed_index = {t.node: k for k, t in enumerate(feeds)}
+    for i, n in enumerate(nodes):
+        if n in fed_nodes:
+            kind[i] = FEED
+            fn[i] = _identity
+            plan.feeds.append((i, feed_index[n]))
+            continue
+        k = _kind(n)
+        kind[i] = k
+        if k in (NORMAL, MULTI):
+            if n.op == "Placeholder":
+                loc = f" (created at {n.source})" if n.source else ""
+                raise ValueError(f"placeholder {n.name!r}{loc} must be fed: pass it in feed_dict")
+            fn[i] = _kernels.get_kernel(n, rt)
+            if use_pool and k == NORMAL and _is_heavy(n):
+                kind[i] = ASYNC
+        nd = len(n.inputs)
+        ndata[i] = nd
+        nin[i] = nd + len(n.control_inputs)
+        if nin[i] == 0:
+            if n.frame is not None:
+                raise ValueError(f"node {n.name} inside a loop frame has no inputs and could never run")
+            plan.sources.append(i)
+        if kind[i] not in (MERGE, LOOP_MERGE) and nin[i] > 1:
+            tmpl[i] = [nin[i], False] + [None] * nin[i]
+        if k == ENTER:
+            name = n.attrs["frame_name"]
+            plan.frame_info[i] = (name, n.attrs["is_constant"], n.attrs["parallel_iterations"])
+            plan.num_enters[name] = plan.num_enters.get(name, 0) + 1
+        elif k == EXIT:
+            plan.exits.setdefault(n.inputs[0].node.frame.frame_name, []).append(i)
+    for i, n in enumerate(nodes):
+        if kind[i] == FEED:
+            continue
+        for j, t in enumerate(n.inputs):
+            _add_edge(plan, local[t.node], t.index, i, j)
+        for j, c in enumerate(n.control_inputs):
+            _add_edge(plan, local[c], -1, i, ndata[i] + j)
+    for k, t in enumerate(fetches):
+        s = local[t.node]
+        # a fetch is a pseudo-consumer: "dst" is the fetch's index in the results
+        plan.cons[s].append((k, -1, TO_FETCH) if kind[s] in SINGLE_OUTPUT_KINDS else (t.index, k, -1, TO_FETCH))
+
+    return plan
+
+
+def _add_edge(plan: Plan, src: int, port: int, dst: int, slot: int) -> None:
+    kd = plan.kind[dst]
+    if kd == MERGE:
+        mode = TO_MERGE
+    elif kd == LOOP_MERGE:
+        mode = TO_LOOP_MERGE
+    elif plan.nin[dst] == 1:
+        mode = DIRECT
+    else:
+        mode = PENDING
+    offset = slot if kd in (MERGE, LOOP_MERGE) else slot + 2
+    if plan.kind[src] in SINGLE_OUTPUT_KINDS:
+        plan.cons[src].append((dst, offset, mode))
+    else:
+        plan.cons[src].append((port, dst, offset, mode))
+
+
+def _kind(n: Node) -> int:
+    if n.op == "Merge":
+        return LOOP_MERGE if any(t.node.op == "NextIteration" for t in n.inputs) else MERGE
+    k = _KIND_OF_OP.get(n.op)
+    if k is not None:
+        return k
+    return NORMAL if len(n.outputs) <= 1 else MULTI
+
+
+def _is_heavy(n: Node) -> bool:
+    if n.op == "MatMul":
+        a, b = n.inputs
+        if _sh.is_fully_defined(a.shape) and _sh.is_fully_defined(b.shape) and len(a.shape) >= 2:
+            flops = _sh.num_elements(a.shape) * (b.shape[-1] if len(b.shape) >= 2 else 1)
+            return flops >= ASYNC_MIN_MATMUL_FLOPS
+        return True
+    if n.op in _kernels.HEAVY_OPS:
+        return True
+    size = _sh.num_elements(n.outputs[0].shape)
+    return size is not None and size >= ASYNC_MIN_ELEMENTS and n.op not in ("Const", "Identity")
+
+
+def _identity(x):
+    return x

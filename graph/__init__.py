@@ -1,0 +1,8 @@
+"""Dataflow graphs with in-graph control flow (Switch/Merge/Enter/Exit/NextIteration)."""
+from graph import dtypes
+from graph.core import (Graph, Node, Tensor, control_dependencies, device, get_default_graph, make_op,
+                        name_scope, register_op, reset_default_graph)
+from graph.errors import GraphError, SourceLocation
+from graph.ops import *  # noqa: F401,F403
+from graph.control_flow import cond, while_loop, CondContext, WhileContext
+from graph import nest

@@ -1,0 +1,7 @@
+"""Control-flow primitives and the builders made of them."""
+from graph.control_flow import primitives  # noqa: F401  (registers the op types)
+from graph.control_flow.cond import cond
+from graph.control_flow.contexts import CondContext, WhileContext
+from graph.control_flow.while_loop import while_loop
+
+__all__ = ["cond", "while_loop", "CondContext", "WhileContext"]

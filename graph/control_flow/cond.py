@@ -1,0 +1,115 @@
+"""`cond(pred, true_fn, false_fn)`: a conditional built from Switch and Merge."""
+from __future__ import annotations
+
+import numpy as np
+
+from graph import nest
+from graph import shapes as _sh
+from graph.control_flow.contexts import CondContext, CondState
+from graph.core import Tensor, get_default_graph
+from graph.errors import GraphError, user_location
+from graph.ops._util import convert
+
+
+def cond(pred, true_fn, false_fn, name: str | None = None, names=None):
+    """`true_fn() if pred else false_fn()`, decided when the graph runs.
+
+    Tensors from outside that a branch uses are captured lazily, one Switch each;
+    there is one Merge per output. Branches must return the same structure
+    (nested tuples/lists/dicts) with the same dtypes; shapes may differ (the result
+    gets unknown dims where they do). Only the taken branch executes. A Python or
+    numpy bool `pred` just calls the chosen function.
+    """
+    if isinstance(pred, (bool, np.bool_)):
+        return true_fn() if pred else false_fn()
+    graph = get_default_graph()
+    source = user_location()
+    pred = convert(pred)
+    if pred.dtype != np.bool_ or (pred.shape is not None and pred.shape != ()):
+        raise GraphError(f"cond needs a scalar bool predicate, got {pred.dtype}"
+                         f"{_sh.format_shape(pred.shape)} tensor {pred.name}", source)
+    outer = graph.context
+    with graph.name_scope(name or "cond"):
+        state = CondState(pred, source)
+        results = []
+        for branch, fn in ((1, true_fn), (0, false_fn)):
+            ctx = CondContext(state, branch, outer)
+            state.branches.append(ctx)
+            with graph._in_context(ctx):
+                out = fn()
+                flat = [None if v is None else convert(v) for v in nest.flatten(out)]
+                flat = [None if v is None else _gate(graph, ctx, v) for v in flat]
+            results.append((ctx, out, flat))
+        (t_ctx, t_out, t_flat), (f_ctx, f_out, f_flat) = results
+        _check_branches(t_out, f_out, t_flat, f_flat, names, source)
+        merged = []
+        for t, f in zip(t_flat, f_flat, strict=True):
+            if t is None:
+                merged.append(None)
+                continue
+            m = graph.create_node("Merge", [f, t], name="Merge")
+            state.merges.append(m)
+            merged.append(m.outputs[0])
+        _finish_effects(graph, state, outer)
+        result = nest.pack_as(t_out, merged)
+        state.outputs = result
+        return result
+
+
+def _gate(graph, ctx: CondContext, t: Tensor) -> Tensor:
+    """The branch's value of `t`, dead when the branch is not taken.
+
+    An outer tensor returned as-is goes through its Switch; a branch with effects
+    makes each output wait for them.
+    """
+    if t.node.context is not ctx:
+        t = graph.create_node("Identity", [t], name="Identity").outputs[0]
+    return t
+
+
+def _finish_effects(graph, state: CondState, outer) -> None:
+    """After a cond with effects, later effects in the outer context wait for both branches."""
+    if not any(ctx.has_effects for ctx in state.branches):
+        return
+    tokens = []
+    for ctx in state.branches:
+        last = graph.last_effect(ctx)
+        with graph._in_context(ctx):
+            tok = graph.create_node("Identity", [ctx.pivot.outputs[0]], name="effects_done",
+                                    control_inputs=[last] if last is not None else ())
+        tokens.append(tok.outputs[0])
+        for m in state.merges:
+            if last is not None:
+                # outputs of a branch become visible only after its effects
+                idx = 1 if ctx.branch else 0
+                src = m.inputs[idx]
+                with graph._in_context(ctx):
+                    gated = graph.create_node("Identity", [src], name="after_effects", control_inputs=[last])
+                m._update_input(idx, gated.outputs[0])
+    done = graph.create_node("Merge", tokens, name="effects_merge")
+    graph.set_last_effect(outer, done)
+
+
+def _check_branches(t_out, f_out, t_flat, f_flat, names, source) -> None:
+    if not nest.same_structure(t_out, f_out):
+        raise GraphError(
+            "the branches of a cond return different structures: true branch returns "
+            f"{nest.structure_description(t_out)}, false branch returns {nest.structure_description(f_out)}",
+            source)
+    labels = nest.paths(t_out)
+    for i, (t, f) in enumerate(zip(t_flat, f_flat, strict=True)):
+        label = _label(names, labels, i)
+        if (t is None) != (f is None):
+            which = "true" if t is None else "false"
+            raise GraphError(f"output {label} of the cond is None in the {which} branch only; "
+                             "both branches must produce a value", source)
+        if t is not None and t.dtype != f.dtype:
+            raise GraphError(
+                f"output {label} of the cond has dtype {t.dtype} in the true branch and {f.dtype} in the "
+                "false branch; cast one of them (e.g. graph.cast(x, np.float32)) so both agree", source)
+
+
+def _label(names, labels, i) -> str:
+    if names is not None and i < len(names):
+        return repr(names[i])
+    return f"#{i}{labels[i]}" if labels[i] else f"#{i}"

@@ -1,0 +1,233 @@
+"""CondContext and WhileContext: the control-flow structure recorded on nodes.
+
+A context decides how an outer tensor enters it (a cond branch sees it through a
+Switch on the predicate; a loop body through a constant Enter) and gates "free"
+nodes (those with no input that could be dead) on a pivot, so that nothing in an
+untaken branch or in a loop's final, dead iteration executes. Gradient and
+partitioning code read these records; the executor does not need them.
+"""
+from __future__ import annotations
+
+from graph.core import Node, Tensor, get_default_graph
+
+
+class ControlFlowContext:
+    outer: "ControlFlowContext | None"
+    has_effects: bool
+
+    @property
+    def frame(self) -> "WhileContext | None":
+        raise NotImplementedError
+
+    def capture(self, t: Tensor) -> Tensor:
+        raise NotImplementedError
+
+    def capture_control(self, node: Node) -> Node:
+        """A node in this context's frame that runs after `node` (an outer node)."""
+        graph = node.graph
+        with graph._in_context(self.outer):
+            token = graph.create_node("Identity", [_zero(graph)], name="ctrl_token",
+                                      control_inputs=[node]).outputs[0]
+        with graph._in_context(self):
+            return graph.create_node("Identity", [token], name="ctrl_token")
+
+    def on_node_created(self, node: Node) -> None:
+        raise NotImplementedError
+
+    def effect_entry_controls(self) -> list[Node]:
+        raise NotImplementedError
+
+    def rollback(self, first_removed_id: int) -> None:
+        """Forgets records of nodes with id >= first_removed_id (see Graph._rollback)."""
+
+    def describe(self) -> str:
+        raise NotImplementedError
+
+    def ancestors(self):
+        ctx = self
+        while ctx is not None:
+            yield ctx
+            ctx = ctx.outer
+
+
+def _zero(graph):
+    from graph.ops._util import constant
+    with graph._in_context(None):
+        return constant(0)
+
+
+def _forget(mapping: dict, first_removed_id: int) -> None:
+    for k in [k for k, v in mapping.items() if v.node.id >= first_removed_id]:
+        del mapping[k]
+
+
+class CondState:
+    """What the two branches of one `cond` share: the predicate and its Switches."""
+
+    def __init__(self, pred: Tensor, source):
+        self.pred = pred
+        self.source = source
+        self.switches: dict[Tensor, Node] = {}  # outer tensor -> Switch(t, pred)
+        self.pred_switch: Node | None = None
+        self.branches: list[CondContext] = []
+        self.merges: list[Node] = []
+        self.outputs = None
+
+    def switch_for(self, t: Tensor, outer) -> Node:
+        sw = self.switches.get(t)
+        if sw is None:
+            graph = t.graph
+            with graph._in_context(outer):
+                sw = graph.create_node("Switch", [t, self.pred], name="Switch")
+            self.switches[t] = sw
+        return sw
+
+
+class CondContext(ControlFlowContext):
+    """One branch (`branch` 1: true, 0: false) of a conditional."""
+
+    def __init__(self, state: CondState, branch: int, outer):
+        self.state = state
+        self.branch = branch
+        self.outer = outer
+        self.has_effects = False
+        self._pivot: Node | None = None
+        self.captured: dict[Tensor, Tensor] = {}
+
+    @property
+    def pred(self) -> Tensor:
+        return self.state.pred
+
+    @property
+    def frame(self):
+        return self.outer.frame if self.outer is not None else None
+
+    def capture(self, t: Tensor) -> Tensor:
+        out = self.captured.get(t)
+        if out is None:
+            out = self.state.switch_for(t, self.outer).outputs[self.branch]
+            self.captured[t] = out
+        return out
+
+    @property
+    def pivot(self) -> Node:
+        """A node that is live exactly when this branch is taken."""
+        if self._pivot is None:
+            graph = self.pred.graph
+            sw = self.state.switch_for(self.pred, self.outer)
+            with graph._in_context(self):
+                self._pivot = graph.create_node("Identity", [sw.outputs[self.branch]],
+                                                name="pivot_t" if self.branch else "pivot_f")
+        return self._pivot
+
+    def on_node_created(self, node: Node) -> None:
+        if not node.inputs and node is not self._pivot:
+            node._add_control_input(self.pivot)
+
+    def effect_entry_controls(self) -> list[Node]:
+        controls = [self.pivot]
+        prev = self.pred.graph.last_effect(self.outer)
+        if prev is not None:
+            controls.append(prev)
+        return controls
+
+    def rollback(self, first_removed_id: int) -> None:
+        _forget(self.captured, first_removed_id)
+        for k in [k for k, v in self.state.switches.items() if v.id >= first_removed_id]:
+            del self.state.switches[k]
+        if self._pivot is not None and self._pivot.id >= first_removed_id:
+            self._pivot = None
+
+    def describe(self) -> str:
+        where = f" at {self.state.source}" if self.state.source else ""
+        return f"the {'true' if self.branch else 'false'} branch of the cond{where}"
+
+
+class WhileContext(ControlFlowContext):
+    """One while loop: its frame, its plumbing nodes and its captured constants."""
+
+    def __init__(self, frame_name: str, parallel_iterations: int, outer, source, names=None,
+                 swap_memory: bool = False, maximum_iterations=None):
+        self.frame_name = frame_name
+        self.parallel_iterations = parallel_iterations
+        self.outer = outer
+        self.source = source
+        self.names = names
+        self.swap_memory = swap_memory
+        self.maximum_iterations = maximum_iterations
+        self.has_effects = False
+        self.phase = "cond"
+        self.constant_enters: dict[Tensor, Tensor] = {}  # outer tensor -> Enter output
+        self.enters: list[Node] = []       # loop-variable Enters
+        self.merges: list[Node] = []
+        self.switches: list[Node] = []
+        self.exits: list[Node] = []
+        self.next_iterations: list[Node] = []
+        self.loop_cond: Node | None = None
+        self.structure = None               # the loop_vars structure
+        self._body_pivot: Node | None = None
+
+    @property
+    def frame(self):
+        return self
+
+    @property
+    def graph(self):
+        return self.enters[0].graph if self.enters else get_default_graph()
+
+    def capture(self, t: Tensor) -> Tensor:
+        out = self.constant_enters.get(t)
+        if out is None:
+            out = self.make_enter(t, is_constant=True)
+            self.constant_enters[t] = out
+        return out
+
+    def make_enter(self, t: Tensor, is_constant: bool, control_inputs=()) -> Tensor:
+        graph = t.graph
+        return graph.create_node(
+            "Enter", [t], {"frame_name": self.frame_name, "is_constant": is_constant,
+                           "parallel_iterations": self.parallel_iterations},
+            name="Enter", control_inputs=control_inputs, context=self).outputs[0]
+
+    def make_exit(self, t: Tensor) -> Node:
+        return t.graph.create_node("Exit", [t], name="Exit", context=self.outer)
+
+    def is_invariant(self, t: Tensor) -> bool:
+        n = t.node
+        return n.op == "Enter" and n.context is self and n.attrs["is_constant"]
+
+    @property
+    def pivot(self) -> Node:
+        """Live in every iteration of the current phase; dead in the body of the final one."""
+        if self.phase == "cond":
+            return self.merges[0]
+        if self._body_pivot is None:
+            graph = self.loop_cond.graph
+            with graph._in_context(self):
+                lc = self.loop_cond.outputs[0]
+                sw = graph.create_node("Switch", [lc, lc], name="pivot_switch")
+                self._body_pivot = graph.create_node("Identity", [sw.outputs[1]], name="pivot")
+        return self._body_pivot
+
+    def on_node_created(self, node: Node) -> None:
+        # A node fed only by loop constants would otherwise fire in the final,
+        # dead iteration too (and a NextIteration would start a new one).
+        if node.op != "Merge" and all(self.is_invariant(t) for t in node.inputs):
+            node._add_control_input(self.pivot)
+
+    def effect_entry_controls(self) -> list[Node]:
+        return [self.pivot]
+
+    def rollback(self, first_removed_id: int) -> None:
+        _forget(self.constant_enters, first_removed_id)
+        if self._body_pivot is not None and self._body_pivot.id >= first_removed_id:
+            self._body_pivot = None
+
+    def loop_var_name(self, i: int) -> str:
+        if self.names and i < len(self.names):
+            return self.names[i]
+        return f"loop_vars{i}"
+
+    def describe(self) -> str:
+        where = f" at {self.source}" if self.source else ""
+        return f"the while loop{where} (frame {self.frame_name})"

@@ -1,0 +1,173 @@
+"""`while_loop(cond, body, loop_vars)`: a loop built from Enter/Merge/Switch/NextIteration/Exit.
+
+Per loop variable (the paper's Figure 4):
+
+    Enter -> Merge -> Switch(pred) -false-> Exit
+               ^        |true
+               |      body
+               +-- NextIteration
+
+Shape invariants are inferred: the body is traced with the entry shapes, and if a
+loop variable comes back with a different shape, the loop is rebuilt with the
+dims that changed relaxed to unknown, until the shapes are stable.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from graph import nest
+from graph import shapes as _sh
+from graph.control_flow.contexts import WhileContext
+from graph.core import Tensor, get_default_graph
+from graph.errors import GraphError, user_location
+from graph.ops._util import convert
+
+_MAX_RELAXATIONS = 8
+
+
+def while_loop(cond, body, loop_vars, parallel_iterations: int = 32, maximum_iterations=None,
+               name: str | None = None, names=None, swap_memory: bool = False, back_prop: bool = True):
+    """`while cond(*vars): vars = body(*vars)`, with the loop running inside the graph.
+
+    `loop_vars` is a tuple/list of loop variables (each may be a nested
+    structure); `cond` and `body` take them as positional arguments and `body`
+    returns new values with the same structure and dtypes. Tensors that `cond` or
+    `body` close over become loop constants. `maximum_iterations` bounds the trip
+    count. `names` (one per loop variable) makes error messages use the user's
+    variable names. Returns the final values, with the structure of `loop_vars`.
+    """
+    if not isinstance(loop_vars, (tuple, list)) or not loop_vars:
+        raise GraphError("while_loop needs a non-empty tuple or list of loop variables")
+    if parallel_iterations < 1:
+        raise GraphError(f"parallel_iterations must be >= 1, got {parallel_iterations}")
+    graph = get_default_graph()
+    source = user_location()
+    structure = loop_vars
+    flat = [convert(v) for v in nest.flatten(loop_vars)]
+    counted = maximum_iterations is not None
+    if counted:
+        flat.append(convert(0, dtype=np.int64))
+        max_iters = convert(maximum_iterations, dtype=None)
+    else:
+        max_iters = None
+    labels = _labels(structure, names, len(flat))
+    shapes = [t.shape for t in flat]
+    for _ in range(_MAX_RELAXATIONS):
+        checkpoint = graph._checkpoint()
+        ctx, exits, body_shapes = _build(graph, cond, body, structure, flat, shapes, labels, counted,
+                                         max_iters, parallel_iterations, name, names, swap_memory, source)
+        relaxed = [_relax(s, b) for s, b in zip(shapes, body_shapes, strict=True)]
+        if relaxed == shapes:
+            return nest.pack_as(structure, exits[:-1] if counted else exits)
+        graph._rollback(checkpoint)
+        shapes = relaxed
+    raise GraphError("the shapes of the loop variables did not stabilise", source)
+
+
+def _relax(loop_shape, body_shape):
+    """The loop shape widened so that it also covers `body_shape`."""
+    if loop_shape is None:
+        return None
+    if body_shape is None or len(body_shape) != len(loop_shape):
+        return None
+    return tuple(d if d == b else None for d, b in zip(loop_shape, body_shape))
+
+
+def _labels(structure, names, n) -> list[str]:
+    """A user-facing name for every flat loop variable (names[i] + path inside it)."""
+    out = []
+    for i, var in enumerate(structure):
+        for p in nest.paths(var):
+            out.append(repr(f"{names[i]}{p}") if names is not None and i < len(names) else f"loop_vars[{i}]{p}")
+    out.extend("the iteration counter" for _ in range(n - len(out)))
+    return out
+
+
+def _build(graph, cond, body, structure, flat, shapes, labels, counted, max_iters,
+           parallel_iterations, name, names, swap_memory, source):
+    outer = graph.context
+    with graph.name_scope(name or "while") as scope:
+        ctx = WhileContext(scope.rstrip("/"), parallel_iterations, outer, source, names=labels,
+                           swap_memory=swap_memory, maximum_iterations=max_iters)
+        ctx.structure = structure
+        prev_effect = graph.last_effect(outer)
+        ordering = [prev_effect] if prev_effect is not None else []
+        for t in flat:
+            t_outer = graph.create_node("Identity", [t], name="entry").outputs[0] \
+                if t.node.context is not outer else t
+            enter = ctx.make_enter(t_outer, is_constant=False, control_inputs=ordering)
+            ctx.enters.append(enter.node)
+        with graph._in_context(ctx):
+            for enter, shape in zip(ctx.enters, shapes, strict=True):
+                m = graph.create_node("Merge", [enter.outputs[0], enter.outputs[0]], name="Merge")
+                m.outputs[0].shape = shape
+                ctx.merges.append(m)
+            loop_in = [m.outputs[0] for m in ctx.merges]
+            user_vars = nest.pack_as(structure, loop_in[:-1] if counted else loop_in)
+            pred = cond(*user_vars)
+            pred = _as_predicate(pred, source)
+            if counted:
+                from graph.ops.math import less, logical_and
+                pred = logical_and(less(loop_in[-1], max_iters), pred)
+            pred_effect = graph.last_effect(ctx)
+            ctx.loop_cond = graph.create_node("LoopCond", [pred], name="LoopCond")
+            lc = ctx.loop_cond.outputs[0]
+            for m in ctx.merges:
+                sw = graph.create_node("Switch", [m.outputs[0], lc], name="Switch",
+                                       control_inputs=[pred_effect] if pred_effect is not None else ())
+                ctx.switches.append(sw)
+            ctx.exits = [ctx.make_exit(sw.outputs[0]) for sw in ctx.switches]
+            ctx.phase = "body"
+            body_in = [sw.outputs[1] for sw in ctx.switches]
+            body_vars = nest.pack_as(structure, body_in[:-1] if counted else body_in)
+            out = body(*body_vars)
+            out = _check_body_structure(structure, out, source)
+            out_flat = [convert(v) for v in nest.flatten(out)]
+            if counted:
+                from graph.ops.math import add
+                out_flat.append(add(body_in[-1], np.int64(1)))
+            out_flat = [graph.create_node("Identity", [t], name="Identity").outputs[0]
+                        if t.node.context is not ctx or ctx.is_invariant(t) else t for t in out_flat]
+            _check_dtypes(flat, out_flat, labels, source)
+            last = graph.last_effect(ctx)
+            if ctx.has_effects and last is not None:
+                # the next iteration starts after this one's effects: program order
+                out_flat = [graph.create_node("Identity", [t], name="after_effects",
+                                              control_inputs=[last]).outputs[0] for t in out_flat]
+            for m, t in zip(ctx.merges, out_flat, strict=True):
+                nxt = graph.create_node("NextIteration", [t], name="NextIteration")
+                ctx.next_iterations.append(nxt)
+                m._update_input(1, nxt.outputs[0])
+        if ctx.has_effects:
+            graph.set_last_effect(outer, ctx.exits[0])
+    body_shapes = [t.shape for t in out_flat]
+    return ctx, [e.outputs[0] for e in ctx.exits], body_shapes
+
+
+def _as_predicate(pred, source) -> Tensor:
+    if isinstance(pred, (bool, np.bool_)):
+        pred = convert(bool(pred))
+    pred = convert(pred)
+    if pred.dtype != np.bool_ or (pred.shape is not None and pred.shape != ()):
+        raise GraphError(f"the loop condition must return a scalar bool, got {pred.dtype}"
+                         f"{_sh.format_shape(pred.shape)} ({pred.name})", source)
+    return pred
+
+
+def _check_body_structure(structure, out, source):
+    if len(structure) == 1 and not isinstance(out, (tuple, list)):
+        out = type(structure)([out]) if isinstance(structure, list) else (out,)
+    if not isinstance(out, (tuple, list)) or not nest.same_structure(tuple(structure), tuple(out)):
+        raise GraphError(
+            "the loop body must return the loop variables with the same structure: expected "
+            f"{nest.structure_description(tuple(structure))}, got {nest.structure_description(out)}", source)
+    return out
+
+
+def _check_dtypes(before: list[Tensor], after: list[Tensor], labels, source) -> None:
+    for label, b, a in zip(labels, before, after, strict=True):
+        if b.dtype != a.dtype:
+            raise GraphError(
+                f"loop variable {label} has dtype {b.dtype} before the loop and {a.dtype} after one "
+                f"iteration; a loop variable must keep its dtype: start it as {a.dtype} before the loop "
+                f"or cast it back to {b.dtype} in the body", source)

@@ -1,0 +1,64 @@
+"""Errors raised while building graphs, and the user source locations they point at."""
+from __future__ import annotations
+
+import os
+import sys
+from dataclasses import dataclass
+
+# Frames inside these package folders are the system's own; a node's source
+# location is the first frame outside them (the user's code).
+_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+_INTERNAL_DIRS = tuple(os.path.join(_ROOT, pkg) + os.sep for pkg in ("graph", "exec", "grad", "dist", "transpile"))
+_extra_internal: list[str] = []
+
+
+@dataclass(frozen=True, slots=True)
+class SourceLocation:
+    filename: str
+    lineno: int
+    function: str = ""
+
+    def __str__(self) -> str:
+        return f"{self.filename}:{self.lineno}"
+
+
+def register_internal_file(filename: str) -> None:
+    """Marks a file as internal so that locations skip it (e.g. generated helpers)."""
+    _extra_internal.append(filename)
+
+
+def is_internal(filename: str) -> bool:
+    return filename.startswith(_INTERNAL_DIRS) or filename in _extra_internal or filename.startswith("<frozen")
+
+
+def user_location(skip_internal: bool = True) -> SourceLocation | None:
+    """The innermost stack frame that belongs to user code."""
+    f = sys._getframe(1)
+    while f is not None:
+        fn = f.f_code.co_filename
+        if not (skip_internal and is_internal(fn)) and not fn.startswith("<"):
+            return SourceLocation(fn, f.f_lineno, f.f_code.co_name)
+        f = f.f_back
+    return None
+
+
+class GraphError(Exception):
+    """A graph could not be built as written; the message names the user's line."""
+
+    def __init__(self, message: str, location: SourceLocation | None = None):
+        self.location = location if location is not None else user_location()
+        self.bare_message = message
+        prefix = f"{self.location}: " if self.location else ""
+        super().__init__(prefix + message)
+
+
+class ShapeError(GraphError, ValueError):
+    """Shapes that cannot work together (e.g. operands that do not broadcast)."""
+
+
+class DTypeError(GraphError, TypeError):
+    """Element types that cannot work together."""
+
+
+class SymbolicBoolError(GraphError, TypeError):
+    """A symbolic tensor was used where Python needs a concrete value."""

@@ -1,0 +1,5 @@
+"""Op builders. Importing this package registers every op type."""
+from graph.ops._util import constant, convert, static_value
+from graph.ops.basic import assert_, group, identity, no_op, placeholder, print_, stop_gradient
+from graph.ops.math import *  # noqa: F401,F403
+from graph.ops.math import cast, matmul

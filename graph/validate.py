@@ -1,0 +1,86 @@
+"""Structural checks of a graph: inputs exist, frames agree, the only cycles are loop back edges."""
+from __future__ import annotations
+
+from graph.errors import GraphError
+
+
+def _frame(node):
+    return node.frame
+
+
+def expected_input_frame(node):
+    """The frame a node's inputs must come from (Enter reads its parent's; Exit its loop's)."""
+    if node.op == "Enter":
+        ctx = node.context
+        return ctx.outer.frame if ctx.outer is not None else None
+    return _frame(node)
+
+
+def validate(graph) -> None:
+    problems: list[str] = []
+    ids = {id(n) for n in graph.nodes}
+    for n in graph.nodes:
+        want = expected_input_frame(n)
+        for t in n.inputs:
+            if id(t.node) not in ids:
+                problems.append(f"{n.name}: input {t.name} is not in the graph")
+                continue
+            have = _frame(t.node)
+            if n.op == "Exit":
+                if have is None or have.outer is None and want is not None or (
+                        have is not None and (have.outer.frame if have.outer else None) is not want):
+                    problems.append(f"{n.name}: Exit input {t.name} is not in a loop directly inside this frame")
+            elif n.op == "Merge" and t.node.op == "NextIteration":
+                if have is not _frame(n):
+                    problems.append(f"{n.name}: back edge from {t.name} crosses frames")
+            elif have is not want:
+                problems.append(f"{n.name} ({n.op}): input {t.name} is in frame {_name(have)}, "
+                                f"expected {_name(want)}")
+        for c in n.control_inputs:
+            if id(c) not in ids:
+                problems.append(f"{n.name}: control input {c.name} is not in the graph")
+            elif _frame(c) is not want and n.op != "Exit":
+                problems.append(f"{n.name}: control input ^{c.name} is in frame {_name(_frame(c))}, "
+                                f"expected {_name(want)}")
+        for t in n.inputs:
+            if t.node.op == "NextIteration" and n.op != "Merge":
+                problems.append(f"{n.name}: NextIteration {t.node.name} may only feed a Merge")
+        if not n.inputs and not n.control_inputs and _frame(n) is not None:
+            problems.append(f"{n.name}: a node inside a loop frame needs at least one input")
+    problems.extend(_cycles(graph))
+    if problems:
+        from graph.printing import format_graph
+        listing = format_graph(graph)
+        lines = listing.splitlines()
+        if len(lines) > 200:
+            listing = "\n".join(lines[:200]) + f"\n... ({len(lines) - 200} more nodes)"
+        raise GraphError("invalid graph:\n  " + "\n  ".join(problems[:20]) + "\n\n" + listing, None)
+
+
+def _name(frame) -> str:
+    return "<root>" if frame is None else frame.frame_name
+
+
+def _cycles(graph) -> list[str]:
+    """Kahn's algorithm over the graph minus NextIteration -> Merge back edges."""
+    indeg = {id(n): 0 for n in graph.nodes}
+    consumers: dict[int, list] = {id(n): [] for n in graph.nodes}
+    for n in graph.nodes:
+        for src in [t.node for t in n.inputs if not (t.node.op == "NextIteration" and n.op == "Merge")] + \
+                list(n.control_inputs):
+            if id(src) in consumers:
+                consumers[id(src)].append(n)
+                indeg[id(n)] += 1
+    queue = [n for n in graph.nodes if indeg[id(n)] == 0]
+    seen = 0
+    while queue:
+        n = queue.pop()
+        seen += 1
+        for c in consumers[id(n)]:
+            indeg[id(c)] -= 1
+            if indeg[id(c)] == 0:
+                queue.append(c)
+    if seen == len(graph.nodes):
+        return []
+    stuck = [n.name for n in graph.nodes if indeg[id(n)] > 0][:8]
+    return ["the graph has a cycle that is not a loop back edge, through: " + ", ".join(stuck)]
