@@ -220,13 +220,16 @@ class Graph:
 
     @contextlib.contextmanager
     def name_scope(self, name: str):
-        if name and not name.endswith("/"):
-            name = self.unique_name(name, mark_used=True)
-        self._scope.append(name.rstrip("/"))
+        """Prefixes the names of nodes built inside with `name/` (made unique)."""
+        saved = self._scope
+        if name.endswith("/"):  # an absolute scope, reused as is
+            self._scope = [name.rstrip("/")] if name.rstrip("/") else []
+        else:
+            self._scope = self.unique_name(name, mark_used=True).split("/")
         try:
             yield "/".join(self._scope) + "/"
         finally:
-            self._scope.pop()
+            self._scope = saved
 
     @contextlib.contextmanager
     def control_dependencies(self, nodes: Iterable):

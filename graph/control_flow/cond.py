@@ -47,7 +47,7 @@ def cond(pred, true_fn, false_fn, name: str | None = None, names=None):
             if t is None:
                 merged.append(None)
                 continue
-            m = graph.create_node("Merge", [f, t], name="Merge")
+            m = graph.create_node("Merge", [f, t], name="Merge", context=outer)
             state.merges.append(m)
             merged.append(m.outputs[0])
         _finish_effects(graph, state, outer)
@@ -86,7 +86,7 @@ def _finish_effects(graph, state: CondState, outer) -> None:
                 with graph._in_context(ctx):
                     gated = graph.create_node("Identity", [src], name="after_effects", control_inputs=[last])
                 m._update_input(idx, gated.outputs[0])
-    done = graph.create_node("Merge", tokens, name="effects_merge")
+    done = graph.create_node("Merge", tokens, name="effects_merge", context=outer)
     graph.set_last_effect(outer, done)
 
 
