@@ -8,14 +8,9 @@ import numpy as np
 
 
 class Runtime:
-    """State that outlives a single run: variables and random-number streams.
-
-    Variable values are replaced, never mutated in place, so a value already
-    handed to a running kernel is never changed under it.
-    """
+    """Session state that outlives a single run: random-number streams, output stream."""
 
     def __init__(self, out=None):
-        self.variables: dict[str, object] = {}
         self.rngs: dict[str, np.random.Generator] = {}
         self.out = out
         self.lock = threading.Lock()

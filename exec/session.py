@@ -28,7 +28,7 @@ def _shared_pool(size: int) -> _Pool | None:
 
 
 class Session:
-    """Runs a graph; variables keep their values from one run to the next.
+    """Runs a graph. Variables own their values, so these persist across runs and sessions.
 
     `inter_op_threads` is the number of pool threads that run heavy kernels
     (matmuls, large elementwise ops) concurrently with the scheduler; 0 runs every
@@ -42,32 +42,12 @@ class Session:
         self.inter_op_threads = inter_op_threads
         self._plans: dict[tuple, Plan] = {}
 
-    # -- variables -------------------------------------------------------------------------
-    def _init_variables(self) -> None:
-        store = self.runtime.variables
-        if len(store) == len(self.graph.variables):
-            return
-        for name, var in self.graph.variables.items():
-            if name not in store:
-                store[name] = var.initial_value
-
-    def value(self, variable):
-        """The current value of a graph Variable (by object or name)."""
-        self._init_variables()
-        return self.runtime.variables[getattr(variable, "name", variable)]
-
-    def set_value(self, variable, value) -> None:
-        self._init_variables()
-        var = self.graph.variables[getattr(variable, "name", variable)]
-        self.runtime.variables[var.name] = var.check_value(value)
-
-    def reset_variables(self) -> None:
-        self.runtime.variables.clear()
-
     # -- running ---------------------------------------------------------------------------
     def run(self, fetches, feed_dict: dict | None = None):
-        """Computes `fetches` (a tensor, node, Variable, or a nested structure of them)."""
-        self._init_variables()
+        """Computes `fetches` (a tensor, node, Variable, or a nested structure of them).
+
+        A fetched Variable gives its value after the run.
+        """
         flat = nest.flatten(fetches)
         tensors, targets, kinds = [], [], []
         for f in flat:
@@ -77,8 +57,8 @@ class Session:
             elif isinstance(f, Node):
                 kinds.append(("n", None))
                 targets.append(f)
-            elif hasattr(f, "_variable_name"):
-                kinds.append(("v", f._variable_name))
+            elif getattr(f, "is_variable", False):
+                kinds.append(("v", f))
             elif f is None:
                 kinds.append(("none", None))
             else:
@@ -104,7 +84,7 @@ class Session:
             if kind == "t":
                 out.append(_to_numpy(results[k], tensors[k].dtype))
             elif kind == "v":
-                out.append(self.runtime.variables[k])
+                out.append(k.value)
             else:
                 out.append(None)
         return nest.pack_as(fetches, out) if not isinstance(fetches, (Tensor, Node)) else out[0]
