@@ -4,5 +4,6 @@ from graph.core import (Graph, Node, Tensor, control_dependencies, device, get_d
                         name_scope, register_op, reset_default_graph)
 from graph.errors import GraphError, SourceLocation
 from graph.ops import *  # noqa: F401,F403
-from graph.control_flow import cond, while_loop, CondContext, WhileContext
+from graph.control_flow import (CondContext, TensorArray, WhileContext, cond, foldl, foldr, map_fn, scan,
+                                while_loop)
 from graph import nest

@@ -5,7 +5,7 @@ import numpy as np
 
 from graph import shapes as _sh
 
-_HIDDEN_ATTRS = {"dtype"}
+_HIDDEN_ATTRS = {"dtype", "spec"}
 
 
 def _ref(t) -> str:

@@ -1,0 +1,206 @@
+"""TensorArray: a list of tensors indexed at run time, the accumulator of loops.
+
+A TensorArray value flows through the graph as a `variant` handle. Each write
+returns a new handle tensor (the "flow"), so reads and stacks are ordered after
+the writes they depend on by data dependencies alone, also across loop
+iterations and branches. Every index may be written once (except in the
+accumulating arrays that gradients use, where writes add up).
+
+The element dtype and shape may be unknown when the array is created (e.g. a
+Python list that a loop appends to): they are learned from the first write and
+refined by later ones; all wrappers of one array share that knowledge.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from graph import dtypes as _dt
+from graph import shapes as _sh
+from graph.core import Tensor, make_op, register_op
+from graph.errors import GraphError
+from graph.ops._util import convert
+
+_INT64 = np.dtype(np.int64)
+
+
+def _handle(inputs, attrs):
+    return [(_dt.variant, ())]
+
+
+def _element(inputs, attrs):
+    spec = attrs["spec"]
+    return [(spec.dtype, spec.element_shape)]
+
+
+def _stacked(inputs, attrs):
+    spec = attrs["spec"]
+    shape = None if spec.element_shape is None else (None, *spec.element_shape)
+    return [(spec.dtype, shape)]
+
+
+def _gathered(inputs, attrs):
+    spec, idx = attrs["spec"], inputs[1]
+    if idx.shape is None or spec.element_shape is None:
+        return [(spec.dtype, None)]
+    return [(spec.dtype, (*idx.shape, *spec.element_shape))]
+
+
+register_op("TensorArrayNew", _handle, stateful=True, differentiable=False)
+register_op("TensorArrayWrite", _handle, stateful=True)
+register_op("TensorArrayUnstack", _handle, stateful=True)
+register_op("TensorArrayScatter", _handle, stateful=True)
+register_op("TensorArrayRead", _element)
+register_op("TensorArrayStack", _stacked)
+register_op("TensorArrayGather", _gathered)
+register_op("TensorArraySize", lambda i, a: [(_INT64, ())], differentiable=False)
+register_op("TensorArrayGrad", _handle, stateful=True, differentiable=False)
+
+
+class TensorArraySpec:
+    """What the graph knows about one array's elements; shared by all its handles."""
+
+    __slots__ = ("dtype", "element_shape", "name", "new_node", "accumulate", "_unset")
+
+    def __init__(self, dtype, element_shape, name, accumulate=False):
+        self.dtype = dtype
+        self.element_shape = element_shape
+        self._unset = element_shape is None  # no shape given and nothing written yet
+        self.name = name
+        self.new_node = None
+        self.accumulate = accumulate
+
+    def learn(self, value: Tensor, what: str) -> None:
+        if self.dtype is None:
+            self.dtype = value.dtype
+            if self.new_node is not None:
+                self.new_node.attrs["dtype"] = value.dtype
+        elif value.dtype != self.dtype:
+            raise GraphError(f"{what}: TensorArray {self.name!r} holds {self.dtype} elements, got a "
+                             f"{value.dtype} value ({value.name}); cast it first")
+        if self._unset:
+            self.element_shape = value.shape
+            self._unset = False
+        else:
+            self.element_shape = _sh.join(self.element_shape, value.shape)
+
+    def __repr__(self) -> str:
+        return f"TensorArraySpec({self.name}, {self.dtype}{_sh.format_shape(self.element_shape)})"
+
+
+class TensorArray:
+    """`TensorArray(dtype, size=None, element_shape=None)`: a run-time list of tensors.
+
+    `size=None` makes a growable array; an int or scalar tensor fixes its size.
+    `write`, `unstack` and `scatter` return a new TensorArray (use the returned
+    one: it carries the ordering). Usable as a cond output and a while_loop
+    variable.
+    """
+
+    def __init__(self, dtype=None, size=None, element_shape=None, name: str | None = None,
+                 accumulate: bool = False, *, _handle: Tensor | None = None, _spec: TensorArraySpec | None = None):
+        if _handle is not None:
+            self.handle, self._spec = _handle, _spec
+            return
+        dtype = None if dtype is None else _dt.as_dtype(dtype)
+        spec = TensorArraySpec(dtype, _sh.as_shape(element_shape), name or "TensorArray", accumulate)
+        dynamic = size is None
+        size_t = convert(0 if size is None else size, dtype=None)
+        if size_t.dtype.kind not in "iu":
+            raise GraphError(f"TensorArray size must be an integer, got {size_t.dtype}")
+        node = make_op("TensorArrayNew", [size_t], {"dtype": dtype, "spec": spec, "dynamic_size": dynamic,
+                                                    "accumulate": accumulate}, name=name or "TensorArray")
+        spec.new_node = node
+        self.handle, self._spec = node.outputs[0], spec
+
+    # -- nest composite protocol --------------------------------------------------------------
+    def _flat_tensors(self):
+        return [self.handle]
+
+    def _with_flat_tensors(self, tensors):
+        return TensorArray(_handle=tensors[0], _spec=self._spec)
+
+    # -- metadata ----------------------------------------------------------------------------
+    @property
+    def dtype(self):
+        return self._spec.dtype
+
+    @property
+    def element_shape(self):
+        return self._spec.element_shape
+
+    def __repr__(self) -> str:
+        return f"<TensorArray {self._spec.name} {self.dtype}{_sh.format_shape(self.element_shape)}>"
+
+    def _op(self, op, inputs, name=None):
+        return make_op(op, [self.handle, *inputs], {"spec": self._spec}, name=name or op).outputs[0]
+
+    def _new(self, handle):
+        return TensorArray(_handle=handle, _spec=self._spec)
+
+    def _need_dtype(self, what: str):
+        if self._spec.dtype is None:
+            raise GraphError(f"{what} of TensorArray {self._spec.name!r}: its element dtype is unknown "
+                             "because nothing was written to it yet; pass dtype= when creating it")
+
+    # -- operations --------------------------------------------------------------------------
+    def write(self, index, value) -> "TensorArray":
+        """Sets element `index` (once) to `value`."""
+        if isinstance(value, (bool, int, float)) and self._spec.dtype is not None:
+            # a Python scalar is weak: it takes the array's dtype when compatible
+            value = convert(value, dtype=_dt.dtype_of_python_scalar(value, self._spec.dtype))
+        value = convert(value)
+        self._spec.learn(value, "write")
+        return self._new(self._op("TensorArrayWrite", [_index(index), value]))
+
+    def read(self, index) -> Tensor:
+        self._need_dtype("read")
+        return self._op("TensorArrayRead", [_index(index)])
+
+    def stack(self) -> Tensor:
+        """All elements stacked along a new first axis (shape [size, *element_shape])."""
+        self._need_dtype("stack")
+        return self._op("TensorArrayStack", [])
+
+    def gather(self, indices) -> Tensor:
+        self._need_dtype("gather")
+        return self._op("TensorArrayGather", [convert(indices, dtype=None)])
+
+    def unstack(self, value) -> "TensorArray":
+        """Writes value[i] at index i for every i along the first axis."""
+        value = convert(value)
+        if value.shape is not None and len(value.shape) == 0:
+            raise GraphError(f"cannot unstack scalar tensor {value.name} into a TensorArray")
+        self._spec.learn(_ElementView(value), "unstack")
+        return self._new(self._op("TensorArrayUnstack", [value]))
+
+    def scatter(self, indices, value) -> "TensorArray":
+        """Writes value[k] at index indices[k]."""
+        value = convert(value)
+        self._spec.learn(_ElementView(value), "scatter")
+        return self._new(self._op("TensorArrayScatter", [convert(indices, dtype=None), value]))
+
+    def size(self) -> Tensor:
+        return self._op("TensorArraySize", [])
+
+    def grad(self) -> "TensorArray":
+        """The accumulating gradient array attached to this one (same size)."""
+        spec = TensorArraySpec(self._spec.dtype, self._spec.element_shape, self._spec.name + "_grad", True)
+        spec._unset = self._spec._unset
+        h = make_op("TensorArrayGrad", [self.handle], {"spec": spec}, name="TensorArrayGrad").outputs[0]
+        return TensorArray(_handle=h, _spec=spec)
+
+
+class _ElementView:
+    """The dtype and element shape of a stacked value (for TensorArraySpec.learn)."""
+
+    def __init__(self, value: Tensor):
+        self.dtype = value.dtype
+        self.shape = None if value.shape is None else value.shape[1:]
+        self.name = value.name
+
+
+def _index(index) -> Tensor:
+    t = convert(index, dtype=None)
+    if t.dtype.kind not in "iu" or (t.shape is not None and t.shape != ()):
+        raise GraphError(f"a TensorArray index must be a scalar integer, got {t.dtype}{_sh.format_shape(t.shape)}")
+    return t
