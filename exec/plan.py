@@ -158,6 +158,8 @@ def _is_heavy(n: Node) -> bool:
         return True
     if n.op in _kernels.HEAVY_OPS:
         return True
+    if not n.outputs:
+        return False
     size = _sh.num_elements(n.outputs[0].shape)
     return size is not None and size >= ASYNC_MIN_ELEMENTS and n.op not in ("Const", "Identity")
 

@@ -318,12 +318,17 @@ class Graph:
         controls = explicit_controls + block_controls
         if opdef.hoist and not controls and not raw:
             ctx = None
-        if ctx is not None and not raw:
+        if not raw:
             inputs = [route(ctx, t, source) for t in inputs]
-            controls = [route_control(ctx, c, source) for c in controls]
+            if ctx is not None:
+                controls = [route_control(ctx, c, source) for c in controls]
+            elif any(c.context is not None for c in controls):
+                c = next(c for c in controls if c.context is not None)
+                raise GraphError(f"control dependency on {c.name}, built inside {c.context.describe()}, "
+                                 "cannot be used outside it", source)
         name = self.unique_name(name or op)
         device = self._device_stack[-1] if self._device_stack else CPU
-        node = Node(self, len(self.nodes), name, op, inputs, _dedup(controls), attrs, device, source, ctx)
+        node = Node(self, -1, name, op, inputs, _dedup(controls), attrs, device, source, ctx)
         try:
             specs = opdef.infer(inputs, attrs)
         except GraphError:
@@ -339,6 +344,8 @@ class Graph:
             ctx.on_node_created(node)
         if opdef.ordered:
             self._order_effect(node, ctx)
+        # the id is taken last: hooks above may have added nodes (a lazily built pivot)
+        node.id = len(self.nodes)
         self.nodes.append(node)
         self._by_name[name] = node
         self._version += 1
@@ -440,6 +447,8 @@ def route(ctx, t: Tensor, source=None) -> Tensor:
     src = t.node.context
     if src is ctx:
         return t
+    if ctx is None:
+        raise escape_error(t, ctx, source)
     chain = _ancestors(ctx)
     if src is not None and src not in chain:
         raise escape_error(t, ctx, source)
