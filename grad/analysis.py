@@ -1,0 +1,195 @@
+"""What reverse mode needs to know about a forward graph: consumers, control-flow units, reachability.
+
+Reverse mode works region by region: a region is one control-flow context (the
+top level, a cond branch, a loop body). Inside a region, a nested conditional
+or loop is one *unit* (a CondState or WhileContext), like a single op whose
+gradient is built by control_flow_grad; everything else is a node unit.
+"""
+from __future__ import annotations
+
+from graph.control_flow.contexts import CondContext, CondState, WhileContext
+from graph.control_flow.stack import stack_of
+from graph.core import Node, Tensor
+from grad.registry import is_differentiable
+
+LOOP_PLUMBING = frozenset({"Enter", "Merge", "Switch", "NextIteration", "LoopCond"})
+
+
+def differentiable_dtype(t: Tensor) -> bool:
+    """Floating and complex values carry gradients; so do variant handles (TensorArray flows)."""
+    kind = t.dtype.kind
+    return kind in "fcV"
+
+
+def ancestors(ctx):
+    while ctx is not None:
+        yield ctx
+        ctx = ctx.outer
+
+
+def is_within(ctx, outer) -> bool:
+    """Whether context `ctx` is `outer` or nested inside it (None is the top level)."""
+    if outer is None:
+        return True
+    return any(c is outer for c in ancestors(ctx))
+
+
+def cond_outer(state: CondState):
+    return state.branches[0].outer
+
+
+class GraphIndex:
+    """Per-graph lookups, built once per `gradients` call."""
+
+    def __init__(self, graph):
+        self.graph = graph
+        self.consumers: dict[Tensor, list[tuple[Node, int]]] = {}
+        self.by_context: dict[object, list[Node]] = {}
+        self.cond_unit: dict[Node, CondState] = {}   # cond Switch/Merge nodes -> their cond
+        self.exit_loop: dict[Node, WhileContext] = {}
+        self.child_units: dict[object, list] = {}   # context -> CondStates / WhileContexts directly inside
+        self.enters: dict[WhileContext, list[Node]] = {}
+        self.stack_pushes: dict[Node, list[Node]] = {}
+        self.stack_pops: dict[Node, list[Node]] = {}
+        self.variable_reads: list[Node] = []
+        states: dict[int, CondState] = {}
+        loops: dict[int, WhileContext] = {}
+        for n in graph.nodes:
+            self.by_context.setdefault(n.context, []).append(n)
+            for i, t in enumerate(n.inputs):
+                self.consumers.setdefault(t, []).append((n, i))
+            for ctx in ancestors(n.context):
+                if isinstance(ctx, CondContext):
+                    states.setdefault(id(ctx.state), ctx.state)
+                else:
+                    loops.setdefault(id(ctx), ctx)
+            if n.op == "Enter":
+                self.enters.setdefault(n.context, []).append(n)
+            elif n.op == "Exit":
+                self.exit_loop[n] = n.inputs[0].node.frame
+            elif n.op in ("StackPush", "StackPop"):
+                stack = stack_of(n.inputs[0])
+                if stack is not None:
+                    table = self.stack_pushes if n.op == "StackPush" else self.stack_pops
+                    table.setdefault(stack, []).append(n)
+            elif n.op == "ReadVariable":
+                self.variable_reads.append(n)
+        for s in states.values():
+            for sw in s.switches.values():
+                self.cond_unit[sw] = s
+            for m in s.merges:
+                self.cond_unit[m] = s
+            self.child_units.setdefault(cond_outer(s), []).append(s)
+        for loop in loops.values():
+            self.child_units.setdefault(loop.outer, []).append(loop)
+        # Merges that join a cond's effect tokens belong to that cond too
+        for n in graph.nodes:
+            if n.op == "Merge" and n not in self.cond_unit and n.inputs:
+                src = n.inputs[0].node.context
+                if isinstance(src, CondContext) and src.outer is n.context:
+                    self.cond_unit[n] = src.state
+
+    # -- units ----------------------------------------------------------------------------
+    def unit_of(self, node: Node, region):
+        """The unit of `region` that `node` belongs to, or None if it is outside the region
+        (or is the region's own loop plumbing)."""
+        s = self.cond_unit.get(node)
+        ctx = node.context
+        if s is not None and cond_outer(s) is region:
+            return s
+        if node.op == "Exit":
+            loop = self.exit_loop[node]
+            if loop.outer is region:
+                return loop
+        if ctx is region:
+            if s is None and isinstance(region, WhileContext) and node.op in LOOP_PLUMBING:
+                return None
+            return node
+        x = ctx
+        while x is not None and x.outer is not region:
+            x = x.outer
+        if x is None:
+            return None
+        return x.state if isinstance(x, CondContext) else x
+
+    def unit_inputs(self, unit) -> list[Tensor]:
+        if isinstance(unit, Node):
+            return unit.inputs
+        if isinstance(unit, CondState):
+            return list(unit.switches)
+        return [e.inputs[0] for e in self.enters.get(unit, ())]
+
+    def units(self, region) -> list:
+        """The units of `region` in topological order (producers first)."""
+        found: dict[int, object] = {}
+        for n in self.by_context.get(region, ()):
+            u = self.unit_of(n, region)
+            if u is not None:
+                found.setdefault(id(u), u)
+        for u in self.child_units.get(region, ()):
+            found.setdefault(id(u), u)
+        units = list(found.values())
+        deps: dict[int, set[int]] = {}
+        users: dict[int, list] = {id(u): [] for u in units}
+        for u in units:
+            ds = set()
+            for t in self.unit_inputs(u):
+                p = self.unit_of(t.node, region)
+                if p is not None and p is not u and id(p) in users:
+                    ds.add(id(p))
+            deps[id(u)] = ds
+            for d in ds:
+                users[d].append(u)
+        order, ready = [], [u for u in units if not deps[id(u)]]
+        remaining = {k: len(v) for k, v in deps.items()}
+        while ready:
+            u = ready.pop()
+            order.append(u)
+            for v in users[id(u)]:
+                remaining[id(v)] -= 1
+                if not remaining[id(v)]:
+                    ready.append(v)
+        if len(order) != len(units):
+            raise RuntimeError("gradients: the units of a region form a cycle; the graph is malformed")
+        return order
+
+    # -- reachability ---------------------------------------------------------------------
+    def forward_reach(self, sources: list[Tensor]) -> set[Tensor]:
+        """Tensors that depend differentiably on `sources`."""
+        seen = {t for t in sources if differentiable_dtype(t)}
+        work = list(seen)
+        while work:
+            t = work.pop()
+            for n, i in self.consumers.get(t, ()):
+                if not is_differentiable(n):
+                    continue
+                outs = list(n.outputs)
+                if n.op == "StackPush" and i == 1:
+                    outs = [p.outputs[0] for p in self.stack_pops.get(stack_of(n.inputs[0]), ())]
+                for o in outs:
+                    if o not in seen and differentiable_dtype(o):
+                        seen.add(o)
+                        work.append(o)
+        return seen
+
+    def backward_reach(self, ys: list[Tensor], within: set[Tensor]) -> set[Tensor]:
+        """Tensors in `within` that `ys` depend on differentiably."""
+        seen = {t for t in ys if t in within}
+        work = list(seen)
+        while work:
+            t = work.pop()
+            n = t.node
+            if not is_differentiable(n):
+                continue
+            ins = list(n.inputs)
+            if n.op == "StackPop":
+                ins = [p.inputs[1] for p in self.stack_pushes.get(stack_of(n.inputs[0]), ())]
+            for i in ins:
+                if i not in seen and i in within:
+                    seen.add(i)
+                    work.append(i)
+        return seen
+
+    def reads_within(self, ctx) -> list[Node]:
+        """ReadVariable nodes in context `ctx` or nested inside it."""
+        return [r for r in self.variable_reads if is_within(r.context, ctx)]

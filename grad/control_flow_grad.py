@@ -1,0 +1,147 @@
+"""Gradients of control flow: a conditional's is a conditional, a loop's is a loop that runs backwards.
+
+Each construct is differentiated as a whole, with the graph's own `cond` and
+`while_loop` builders; per primitive, the rules of the paper (section 5) are:
+
+- Merge's gradient is a Switch: the output gradient enters the gradient cond
+  through a Switch on the same predicate, so it reaches the taken branch only.
+- Switch's gradient is a Merge: the gradient of a value a branch captured is
+  the Merge of the two branches' gradients (zeros from the branch that did not
+  use it). The untaken branch computes nothing, so it contributes exactly
+  nothing: no NaN or inf from it can leak in (unlike differentiating `where`).
+- Exit's gradient is an Enter: a loop output's gradient enters the gradient loop
+  as the initial value of a loop variable.
+- NextIteration's gradient is a NextIteration: the gradient of a loop variable
+  at iteration n becomes the gradient-loop variable of the next backward
+  iteration, which undoes iteration n - 1.
+- Enter's gradient is an Exit: a loop variable's initial value gets the exit
+  value of its gradient-loop variable. A loop constant's Enter (a captured
+  tensor, a weight) gets an Exit too, of a gradient-loop variable that
+  accumulates the constant's gradient over all iterations; the same holds for
+  Variables read inside the loop.
+- LoopCond has no gradient (a predicate is not differentiable). The gradient
+  loop's own predicate counts the forward trip count down.
+
+Forward values the gradient needs come from stacks the forward loop filled
+(see grad.state); a cond inside a loop pops its predicate to steer its gradient
+cond, and loops nested in loops apply all this recursively.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from graph.control_flow.cond import cond
+from graph.control_flow.while_loop import while_loop
+from graph.errors import GraphError
+from graph.ops._util import constant
+from graph.ops.math import add, less, sub
+from grad import saved as _saved
+from grad.backprop import add_n, backprop_region, conform, variable_of
+
+
+def _group_reads(state, reads) -> list[tuple[object, list]]:
+    """Active ReadVariable nodes grouped by Variable, in graph order."""
+    groups: dict[int, tuple[object, list]] = {}
+    for r in reads:
+        if state.is_active(r.outputs[0]):
+            var = variable_of(r)
+            groups.setdefault(id(var), (var, []))[1].append(r)
+    return list(groups.values())
+
+
+def _sum(parts):
+    return add_n(parts) if parts else None
+
+
+def cond_grad(state, s, grads, var_grads) -> None:
+    """The gradient of a whole cond: a cond on the same predicate (popped, inside a loop)."""
+    graph = state.graph
+    seeds = [(m, grads.total(m.outputs[0])) for m in s.merges if state.is_active(m.outputs[0])]
+    seeds = [(m, g) for m, g in seeds if g is not None]
+    if not seeds:
+        return
+    captured = [(t, sw) for t, sw in s.switches.items()
+                if t is not s.pred and (state.is_active(sw.outputs[0]) or state.is_active(sw.outputs[1]))]
+    reads = _group_reads(state, [r for b in s.branches for r in state.index.reads_within(b)])
+    if not captured and not reads:
+        return
+    pred = state.resolve(s.pred)
+    branches = {ctx.branch: ctx for ctx in s.branches}
+
+    def branch_grad(fwd):
+        def build():
+            state.mirror[fwd] = graph.context
+            bgrads, bvars = backprop_region(state, fwd, {m.inputs[fwd.branch]: g for m, g in seeds})
+            out = []
+            for t, sw in captured:
+                g = bgrads.total(sw.outputs[fwd.branch])
+                out.append(g if g is not None else state.zeros_like(t))
+            for var, rs in reads:
+                g = _sum(bvars.get(var, []))
+                out.append(g if g is not None else state.zeros_like(rs[0].outputs[0]))
+            return out
+        return build
+
+    res = cond(pred, branch_grad(branches[1]), branch_grad(branches[0]), name="cond_grad")
+    for (t, _), g in zip(captured, res, strict=False):
+        grads.add(t, conform(g, t, "a cond"))
+    for (var, _), g in zip(reads, res[len(captured):], strict=True):
+        var_grads.setdefault(var, []).append(g)
+
+
+def while_grad(state, loop, grads, var_grads) -> None:
+    """The gradient of a whole while loop: a loop over the forward iterations in reverse."""
+    graph = state.graph
+    exits = [e.outputs[0] for e in loop.exits]
+    ks = [k for k, m in enumerate(loop.merges) if state.is_active(m.outputs[0])]
+    seeds = {k: grads.total(exits[k]) if state.is_active(exits[k]) else None for k in ks}
+    if all(g is None for g in seeds.values()):
+        return
+    consts = [(c, e) for c, e in loop.constant_enters.items() if state.is_active(e)]
+    reads = _group_reads(state, state.index.reads_within(loop))
+    counter = _saved.counter_for(loop)
+    trip_count = state.resolve(counter.exit)
+    init = [seeds[k] if seeds[k] is not None else state.zeros_like(exits[k]) for k in ks]
+    init += [state.zeros_like(c) for c, _ in consts]
+    init += [state.zeros_like(rs[0].outputs[0]) for _, rs in reads]
+    built = []
+
+    def body(j, *acc):
+        built.append(graph.context)
+        if len(built) > 1:
+            raise GraphError("gradients: internal error: a gradient loop was traced twice "
+                             "(its loop variables changed shape)")
+        index = sub(sub(trip_count, np.int64(1)), j)
+        with state.reversing(loop, graph.context, counter, index):
+            gx, rest = acc[:len(ks)], acc[len(ks):]
+            body_seeds = {}
+            for k, g in zip(ks, gx, strict=True):
+                y = loop.next_iterations[k].inputs[0]
+                body_seeds[y] = add_n([body_seeds[y], g]) if y in body_seeds else g
+            bgrads, bvars = backprop_region(state, loop, body_seeds)
+            new = []
+            for k in ks:
+                m = loop.merges[k].outputs[0]
+                g = bgrads.total(loop.switches[k].outputs[1], m)
+                new.append(conform(g, m, "a loop variable") if g is not None else state.zeros_like(m))
+            for (c, e), a in zip(consts, rest, strict=False):
+                g = bgrads.total(e)
+                new.append(a if g is None else add_n([a, g]))
+            for (var, _), a in zip(reads, rest[len(consts):], strict=True):
+                g = _sum(bvars.get(var, []))
+                new.append(a if g is None else add_n([a, g]))
+        return (add(j, np.int64(1)), *new)
+
+    res = while_loop(lambda j, *acc: less(j, trip_count), body, (constant(np.int64(0)), *init),
+                     parallel_iterations=loop.parallel_iterations, swap_memory=loop.swap_memory,
+                     name="while_grad")
+    state.loop_built(built[0])
+    res = res[1:]
+    for k, g in zip(ks, res, strict=False):
+        t = loop.enters[k].inputs[0]
+        grads.add(t, conform(g, t, "a loop variable"))
+    res = res[len(ks):]
+    for (c, _), g in zip(consts, res, strict=False):
+        grads.add(c, conform(g, c, "a loop constant"))
+    for (var, _), g in zip(reads, res[len(consts):], strict=True):
+        var_grads.setdefault(var, []).append(g)

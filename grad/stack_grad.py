@@ -1,0 +1,2 @@
+"""Gradients of stack ops (second order)."""
+from __future__ import annotations

@@ -1,0 +1,267 @@
+"""Where the backward graph is being built, and how forward values get there.
+
+Gradient nodes for a forward context are built in its *mirror*: the top level
+mirrors itself, a cond branch mirrors to the same branch of the gradient cond,
+a loop body to the body of its gradient loop. A rule reading a forward value
+gets, through `resolve`:
+
+- the value itself when it is visible where the gradient is built (an enclosing
+  context: the graph routes it in, through a Switch or a constant Enter);
+- a loop constant's outer value (loop-invariant, never saved);
+- for a value computed inside a loop being differentiated, a `StackPop` in the
+  mirror of its context of what a `StackPush` saved in the forward loop, keyed
+  by the iteration indices of every enclosing differentiated loop;
+- for a value of a cond branch outside any such loop, the value itself, read
+  by an Identity in the mirror branch (the gradient cond takes the same branch).
+"""
+from __future__ import annotations
+
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+import numpy as np
+
+from graph import dtypes as _dt
+from graph import shapes as _sh
+from graph.control_flow.contexts import CondContext, WhileContext
+from graph.control_flow.stack import stack_new, stack_pop
+from graph.core import Node, Tensor, route
+from graph.errors import GraphError
+from graph.ops._util import constant
+from grad import saved as _saved
+from grad.analysis import GraphIndex, ancestors, is_within
+
+
+@dataclass(frozen=True, slots=True)
+class LoopRecord:
+    """A forward loop whose gradient loop is being built."""
+    forward: WhileContext
+    backward: WhileContext
+    counter: _saved.Counter
+    index: Tensor            # in the gradient loop: the forward iteration it undoes
+
+
+class GradState:
+    """Everything one `gradients` call shares while it builds the backward graph."""
+
+    def __init__(self, graph, top, index: GraphIndex, active: set[Tensor]):
+        self.graph = graph
+        self.top = top                 # the context `gradients` was called in
+        self.index = index
+        self.active = active           # tensors on a differentiable path from xs to ys
+        self.mirror: dict = {}
+        self.loops: list[LoopRecord] = []
+        self._record_of: dict[WhileContext, LoopRecord] = {}
+        self._counter_index: dict[Tensor, LoopRecord] = {}
+        self._pops: dict[Tensor, Tensor] = {}
+        self._imports: dict[tuple, Tensor] = {}
+        self._shapes: dict[Tensor, Tensor] = {}
+        self.deferred: dict[WhileContext, list[Node]] = {}   # gradient loops under construction
+        self.gradient_stacks: dict[Node, "GradientStack"] = {}
+
+    # -- contexts ---------------------------------------------------------------------------
+    def is_active(self, t: Tensor) -> bool:
+        return t in self.active
+
+    def value_context(self, t: Tensor):
+        """The context in which `t` is live: a cond Switch's output port lives in its branch."""
+        n = t.node
+        s = self.index.cond_unit.get(n)
+        if s is not None and n.op == "Switch":
+            return next(b for b in s.branches if b.branch == t.index)
+        return n.context
+
+    def visible(self, ctx) -> bool:
+        """Whether values of context `ctx` can be used (routed) where nodes are being built now."""
+        return ctx is None or any(c is ctx for c in ancestors(self.graph.context))
+
+    @contextmanager
+    def reversing(self, forward: WhileContext, backward: WhileContext, counter, index: Tensor):
+        rec = LoopRecord(forward, backward, counter, index)
+        self.loops.append(rec)
+        self._record_of[forward] = rec
+        self._counter_index[counter.body] = rec
+        self.mirror[forward] = backward
+        self.deferred[backward] = []
+        try:
+            yield rec
+        finally:
+            self.loops.pop()
+            del self._record_of[forward]
+            del self._counter_index[counter.body]
+
+    def loop_built(self, backward: WhileContext) -> None:
+        """A gradient loop is complete: its pending saves can now wait on its counter."""
+        for node in self.deferred.pop(backward, ()):
+            _saved.wait_in_iteration(node, self.top, self.deferred)
+
+    # -- forward values ---------------------------------------------------------------------
+    def resolve(self, t: Tensor) -> Tensor:
+        """Forward tensor `t`, usable where the gradient is being built (see the module docstring)."""
+        ctx = self.value_context(t)
+        if self.visible(ctx):
+            return t
+        n = t.node
+        if n.op == "Enter" and n.attrs["is_constant"]:
+            return self.resolve(n.inputs[0])
+        rec = self._counter_index.get(t)
+        if rec is not None:
+            return rec.index
+        if ctx.frame is not None and ctx.frame in self._record_of:
+            return self._popped(t, ctx)
+        return self._imported(t, ctx)
+
+    def _mirror(self, ctx):
+        b = self.mirror.get(ctx)
+        if b is None or not self.visible(b):
+            raise GraphError(f"gradients: internal error: no gradient context for {ctx.describe()} "
+                             f"is visible here (needed to read a forward value)")
+        return b
+
+    def _imported(self, t: Tensor, ctx) -> Tensor:
+        b = self._mirror(ctx)
+        key = (t, b)
+        out = self._imports.get(key)
+        if out is None:
+            # Same frame and the gradient cond takes the same branch: read it directly.
+            out = self.graph.create_node("Identity", [t], name="forward_value", context=b).outputs[0]
+            self._imports[key] = out
+        return out
+
+    def records_upto(self, frame: WhileContext) -> list[LoopRecord]:
+        out = []
+        for rec in self.loops:
+            out.append(rec)
+            if rec.forward is frame:
+                return out
+        raise GraphError(f"gradients: internal error: {frame.describe()} is not being differentiated")
+
+    def _popped(self, t: Tensor, ctx) -> Tensor:
+        out = self._pops.get(t)
+        if out is not None:
+            return out
+        recs = self.records_upto(ctx.frame)
+        handle = self.new_stack(t.node.name)
+        self.push(handle, t, ctx, [r.counter.body for r in recs])
+        with self.graph._in_context(self._mirror(ctx)):
+            out = stack_pop(handle, [r.index for r in recs], t.dtype, t.shape, name="saved_" + _short(t))
+        self._pops[t] = out
+        return out
+
+    def new_stack(self, what: str) -> Tensor:
+        with self.graph._in_context(self.top):
+            return stack_new(name=what)
+
+    def push(self, handle: Tensor, value: Tensor, ctx, keys: list[Tensor]) -> Node:
+        """A StackPush of `value` in forward context `ctx`, which the loop counters wait for."""
+        graph = self.graph
+        with graph.name_scope(ctx.frame.frame_name + "/"):
+            ins = [route(ctx, handle), value] + [route(ctx, k) for k in keys]
+            node = graph.create_node("StackPush", ins, {"swap_memory": bool(ctx.frame.swap_memory)},
+                                     name="save_" + _short(value), context=ctx)
+        _saved.wait_in_iteration(node, self.top, self.deferred)
+        return node
+
+    # -- shapes and zeros -------------------------------------------------------------------
+    def resolve_shape(self, t: Tensor) -> Tensor:
+        """`t`'s shape as an int64 vector; saves at most the shape, never the value."""
+        from graph.ops.array import shape
+        if _sh.is_fully_defined(t.shape):
+            return constant(np.asarray(t.shape, dtype=np.int64))
+        t = _shape_source(t, self.index)
+        ctx = t.node.context
+        if self.visible(ctx) or ctx.frame is None or ctx.frame not in self._record_of:
+            return shape(self.resolve(t))
+        s = self._shapes.get(t)
+        if s is None:
+            with self.graph._in_context(ctx):
+                s = self._shapes[t] = shape(t)
+        return self.resolve(s)
+
+    def zeros_like(self, t: Tensor) -> Tensor:
+        """Zeros shaped like forward tensor `t` (for a TensorArray handle: its gradient array)."""
+        if t.dtype is _dt.variant:
+            from grad.tensor_array_grad import gradient_array
+            return gradient_array(self.resolve(t))
+        from graph.ops.array import zeros
+        z = zeros(self.resolve_shape(t), t.dtype)
+        if t.shape is not None and _sh.compatible(z.shape, t.shape):
+            z.shape = t.shape if z.shape is None else tuple(a if a is not None else b
+                                                             for a, b in zip(t.shape, z.shape, strict=True))
+        return z
+
+    # -- gradient stacks (second order) -----------------------------------------------------
+    def gradient_stack(self, stack: Node) -> "GradientStack":
+        gs = self.gradient_stacks.get(stack)
+        if gs is None:
+            gs = self.gradient_stacks[stack] = GradientStack(self.new_stack("gradient_of_" + stack.name))
+        return gs
+
+
+class GradientStack:
+    """Gradients of the values popped from one forward stack, saved for the pushes' gradients."""
+
+    def __init__(self, handle: Tensor):
+        self.handle = handle
+        self.pushes: list[Node] = []
+        self._ready: Tensor | None = None
+
+    def ready_handle(self, state: GradState) -> Tensor:
+        """The handle, gated on every push of a gradient being done."""
+        if self._ready is not None:
+            return self._ready
+        graph = state.graph
+        waits, where = [], None
+        for p in self.pushes:
+            loop = _outermost_loop(p.context, state.top)
+            if loop is None:
+                waits.append(p)
+                continue
+            c = _saved.counter_for(loop)
+            waits.append(c.exit.node)
+            where = loop.outer
+        ctx = where if where is not None else state.top
+        if not state.visible(ctx):
+            raise GraphError("gradients: this second-order gradient needs values from a loop that is inside "
+                             "a cond branch; move the loop out of the branch")
+        with graph._in_context(ctx):
+            self._ready = graph.create_node("Identity", [self.handle], name="gradients_saved",
+                                            control_inputs=waits).outputs[0]
+        return self._ready
+
+
+def _outermost_loop(ctx, top) -> WhileContext | None:
+    found = None
+    for c in ancestors(ctx):
+        if c is top:
+            break
+        if isinstance(c, WhileContext):
+            found = c
+    return found
+
+
+def _shape_source(t: Tensor, index: GraphIndex) -> Tensor:
+    """A tensor with the same shape as `t` in the outermost context possible."""
+    while True:
+        n = t.node
+        if n.op == "Switch" and n in index.cond_unit:
+            t = n.inputs[0]
+        elif n.op == "Enter" and n.attrs["is_constant"]:
+            t = n.inputs[0]
+        else:
+            return t
+
+
+def _short(t: Tensor) -> str:
+    return t.node.name.rsplit("/", 1)[-1]
+
+
+def check_visible_from(t: Tensor, top, what: str) -> None:
+    ctx = t.node.context
+    if not (ctx is None or any(c is ctx for c in ancestors(top))):
+        raise GraphError(f"gradients: {what} {t.name} was built inside {ctx.describe()}, which is not where "
+                         "gradients() is called; call gradients() inside that branch/loop body, or "
+                         "differentiate a value that leaves it (a cond output or loop variable)")
+
+
+__all__ = ["GradState", "LoopRecord", "GradientStack", "check_visible_from", "is_within", "CondContext"]

@@ -1,0 +1,79 @@
+"""Stacks of values saved by a forward loop for its gradient loop: StackNew, StackPush, StackPop.
+
+A stack is a `variant` handle to a run-time store of slots keyed by iteration
+indices (one int64 scalar per enclosing loop being differentiated, outermost
+first). Keys, not push order, decide which value a pop gets, so iterations
+running concurrently (`parallel_iterations` > 1) may push and pop in any order.
+
+- StackNew()[name] -> handle
+- StackPush(handle, value, *keys)[swap_memory]: saves `value` in slot `keys`
+  (no outputs: other nodes wait for it through control edges).
+- StackPop(handle, *keys)[dtype, shape] -> value: takes the value out of slot
+  `keys`, freeing it.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from graph import dtypes as _dt
+from graph import shapes as _sh
+from graph.core import Tensor, make_op, register_op
+
+_INT = "iu"
+
+
+def _check_keys(keys) -> None:
+    for k in keys:
+        if k.dtype is _dt.variant or k.dtype.kind not in _INT or (k.shape is not None and k.shape != ()):
+            raise TypeError(f"a stack key must be an integer scalar, got {k.dtype}{_sh.format_shape(k.shape)}")
+
+
+def _new_infer(inputs, attrs):
+    return [(_dt.variant, ())]
+
+
+def _push_infer(inputs, attrs):
+    if inputs[0].dtype is not _dt.variant:
+        raise TypeError("StackPush needs a stack handle as its first input")
+    _check_keys(inputs[2:])
+    return []
+
+
+def _pop_infer(inputs, attrs):
+    if inputs[0].dtype is not _dt.variant:
+        raise TypeError("StackPop needs a stack handle as its first input")
+    _check_keys(inputs[1:])
+    return [(attrs["dtype"], attrs["shape"])]
+
+
+register_op("StackNew", _new_infer, stateful=True, differentiable=False)
+register_op("StackPush", _push_infer, stateful=True)
+register_op("StackPop", _pop_infer, stateful=True)
+
+
+def stack_new(name: str = "stack") -> Tensor:
+    """A new, empty stack (one per execution of this node)."""
+    return make_op("StackNew", [], {"name": name}, name="StackNew").outputs[0]
+
+
+def stack_push(handle: Tensor, value: Tensor, keys, swap_memory: bool = False, name: str | None = None):
+    """Saves `value` under `keys`; returns the push node (to order other nodes after it)."""
+    return make_op("StackPush", [handle, value, *keys], {"swap_memory": bool(swap_memory)},
+                   name=name or "StackPush")
+
+
+def stack_pop(handle: Tensor, keys, dtype, shape, name: str | None = None) -> Tensor:
+    """The value saved under `keys` (which is removed from the stack)."""
+    dtype = dtype if dtype is _dt.variant else np.dtype(dtype)
+    return make_op("StackPop", [handle, *keys], {"dtype": dtype, "shape": _sh.as_shape(shape)},
+                   name=name or "StackPop").outputs[0]
+
+
+def stack_of(handle: Tensor):
+    """The StackNew node a handle comes from (through Enter/Identity/Switch plumbing), or None."""
+    t = handle
+    while t.node.op != "StackNew":
+        if t.node.op not in ("Enter", "Identity", "Switch") or not t.node.inputs:
+            return None
+        t = t.node.inputs[0]
+    return t.node
