@@ -1,5 +1,6 @@
 """Control-flow primitives and the builders made of them."""
 from graph.control_flow import primitives  # noqa: F401  (registers the op types)
+from graph.control_flow import stack  # noqa: F401  (StackNew/StackPush/StackPop)
 from graph.control_flow.cond import cond
 from graph.control_flow.contexts import CondContext, WhileContext
 from graph.control_flow.while_loop import while_loop
