@@ -1,0 +1,200 @@
+"""Shape and array kernels: reshape, transpose, concat/stack/unstack, gather, fill, where, range."""
+from __future__ import annotations
+
+import numpy as np
+
+from exec.kernels import kernel, simple
+
+
+def _scalar(out):
+    return out[()] if isinstance(out, np.ndarray) and out.ndim == 0 else out
+
+
+@kernel("Shape")
+def _shape(node, rt):
+    out_type = node.attrs["out_type"]
+
+    def shape(x):
+        return np.asarray(np.shape(x), dtype=out_type)
+    return shape
+
+
+@kernel("Size")
+def _size(node, rt):
+    out_type = node.attrs["out_type"].type
+
+    def size(x):
+        return out_type(np.size(x))
+    return size
+
+
+simple("Rank", lambda x: np.int64(np.ndim(x)))
+
+
+def _reshape(x, shape):
+    return np.reshape(x, shape)
+
+
+simple("Reshape", _reshape)
+
+
+@kernel("Transpose")
+def _transpose(node, rt):
+    perm = node.attrs["perm"]
+
+    def transpose(x):
+        return np.transpose(x, perm)
+    return transpose
+
+
+@kernel("ExpandDims")
+def _expand_dims(node, rt):
+    axis = node.attrs["axis"]
+
+    def expand_dims(x):
+        return np.expand_dims(x, axis)
+    return expand_dims
+
+
+@kernel("Squeeze")
+def _squeeze(node, rt):
+    axis = node.attrs["axis"]
+
+    def squeeze(x):
+        return _scalar(np.squeeze(x, axis))
+    return squeeze
+
+
+@kernel("Concat")
+def _concat(node, rt):
+    axis = node.attrs["axis"]
+
+    def concat(*xs):
+        return np.concatenate(xs, axis)
+    return concat
+
+
+@kernel("Stack")
+def _stack(node, rt):
+    axis = node.attrs["axis"]
+
+    def stack(*xs):
+        return np.stack(xs, axis)
+    return stack
+
+
+def _check_dim(x, axis, num, what):
+    n = np.shape(x)[axis]
+    if n != num:
+        raise ValueError(f"{what}: dimension {axis} has size {n} at run time, but the graph was built "
+                         f"for {num}")
+
+
+@kernel("Unstack")
+def _unstack(node, rt):
+    axis, num = node.attrs["axis"], node.attrs["num"]
+
+    def unstack(x):
+        x = np.asarray(x)
+        _check_dim(x, axis, num, "unstack")
+        parts = tuple(x) if axis == 0 else tuple(np.moveaxis(x, axis, 0))
+        return parts if num != 1 else parts[0]
+    return unstack
+
+
+@kernel("Split")
+def _split(node, rt):
+    axis, sections = node.attrs["axis"], node.attrs["indices_or_sections"]
+    single = len(node.outputs) == 1
+
+    def split(x):
+        parts = tuple(np.split(x, sections if isinstance(sections, int) else list(sections), axis))
+        return parts[0] if single else parts
+    return split
+
+
+def _tile(x, reps):
+    return np.tile(x, tuple(reps.tolist()))
+
+
+simple("Tile", _tile)
+
+
+def _broadcast_to(x, shape):
+    return np.broadcast_to(x, tuple(shape.tolist()))
+
+
+simple("BroadcastTo", _broadcast_to)
+
+
+def sum_to_shape(x, shape):
+    """Sums `x` over the axes broadcasting added (leading) or stretched (size 1 in `shape`)."""
+    shape = tuple(shape.tolist()) if isinstance(shape, np.ndarray) else tuple(shape)
+    x = np.asarray(x)
+    if x.shape == shape:
+        return _scalar(x)
+    lead = x.ndim - len(shape)
+    if lead < 0:
+        raise ValueError(f"cannot sum a value of shape {x.shape} down to the larger shape {shape}")
+    axes = tuple(range(lead)) + tuple(lead + i for i, d in enumerate(shape) if d == 1 and x.shape[lead + i] != 1)
+    out = np.sum(x, axis=axes, dtype=x.dtype, keepdims=True) if axes else x
+    if out.shape[lead:] != shape:
+        raise ValueError(f"cannot sum a value of shape {x.shape} down to shape {shape}")
+    return _scalar(out.reshape(shape))
+
+
+simple("SumToShape", sum_to_shape)
+
+
+@kernel("Gather")
+def _gather(node, rt):
+    axis = node.attrs["axis"]
+
+    def gather(params, indices):
+        return np.take(params, indices, axis)
+    return gather
+
+
+def _select(c, x, y):
+    return _scalar(np.where(c, x, y))
+
+
+simple("Select", _select)
+
+
+def _fill(shape, value):
+    return _scalar(np.full(tuple(shape.tolist()), value, dtype=np.asarray(value).dtype))
+
+
+simple("Fill", _fill)
+
+
+@kernel("ZerosLike", "OnesLike")
+def _like(node, rt):
+    dtype = node.attrs["dtype"]
+    one = node.op == "OnesLike"
+
+    def like(x):
+        dt = dtype if dtype is not None else np.asarray(x).dtype
+        if np.ndim(x) == 0:
+            return dt.type(one)
+        return np.ones(np.shape(x), dt) if one else np.zeros(np.shape(x), dt)
+    return like
+
+
+@kernel("Range")
+def _range(node, rt):
+    dtype = node.outputs[0].dtype
+
+    def range_(start, limit, delta):
+        return np.arange(start, limit, delta, dtype=dtype)
+    return range_
+
+
+@kernel("OneHot")
+def _one_hot(node, rt):
+    dtype = node.attrs["dtype"]
+
+    def one_hot(indices, depth):
+        return (np.expand_dims(indices, -1) == np.arange(depth)).astype(dtype)
+    return one_hot

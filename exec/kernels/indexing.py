@@ -1,0 +1,131 @@
+"""Indexing kernels: GetItem, GetItemGrad (scatter-add into zeros) and SetItem.
+
+The factory turns the node's IndexSpec into a function from the dynamic input
+values to a numpy index tuple once; a fully static index is a ready-made tuple.
+"""
+from __future__ import annotations
+
+import operator
+
+import numpy as np
+
+from exec.kernels import kernel
+from graph.ops.indexing import Dyn, Slice
+
+
+def _dyn_getter(d: Dyn):
+    pos = d.pos
+    if d.kind == "scalar":
+        return lambda vals: operator.index(vals[pos])
+    if d.kind == "mask":
+        return lambda vals: np.asarray(vals[pos], dtype=bool)
+    return lambda vals: np.asarray(vals[pos])
+
+
+def _part(v):
+    if isinstance(v, Dyn):
+        return _dyn_getter(v)
+    return lambda vals, v=v: v
+
+
+def index_function(items):
+    """`key(dyn_values) -> tuple` for numpy indexing, or a constant tuple when nothing is dynamic."""
+    static = all(not isinstance(it, Dyn) and not (isinstance(it, Slice) and it.dynamic) for it in items)
+    if static:
+        key = tuple(slice(it.start, it.stop, it.step) if isinstance(it, Slice) else it for it in items)
+        return lambda vals: key
+    parts = []
+    for it in items:
+        if isinstance(it, Slice):
+            start, stop, step = _part(it.start), _part(it.stop), _part(it.step)
+            parts.append(lambda vals, a=start, b=stop, c=step: slice(a(vals), b(vals), c(vals)))
+        else:
+            parts.append(_part(it))
+    return lambda vals: tuple(p(vals) for p in parts)
+
+
+def _scalar(out):
+    return out[()] if isinstance(out, np.ndarray) and out.ndim == 0 else out
+
+
+@kernel("GetItem")
+def _getitem(node, rt):
+    items = node.attrs["index"].items
+    key_of = index_function(items)
+    if not node.inputs[1:]:
+        key = key_of(())
+
+        def getitem_static(x):
+            return x[key]
+        return getitem_static
+
+    def getitem(x, *dyn):
+        return np.asarray(x)[key_of(dyn)]
+    return getitem
+
+
+def _is_mask(it) -> bool:
+    return isinstance(it, Dyn) and it.kind == "mask"
+
+
+def _scatter_key(items, key, shape):
+    """A key for np.add.at and the shape of the view of the target it applies to.
+
+    np.add.at cannot insert axes, so each None becomes a full slice over a
+    size-1 axis of a reshaped view; boolean masks become their nonzero() arrays.
+    The Ellipsis stays: it separates advanced indices even when it covers nothing.
+    """
+    widths = [0 if it is None or it is Ellipsis else np.ndim(k) if _is_mask(it) else 1
+              for it, k in zip(items, key, strict=True)]
+    covered = len(shape) - sum(widths)
+    view, akey, p = [], [], 0
+    for it, k, w in zip(items, key, widths, strict=True):
+        if it is None:
+            view.append(1)
+            akey.append(slice(None))
+            continue
+        n = covered if it is Ellipsis else w
+        view.extend(shape[p:p + n])
+        p += n
+        if _is_mask(it):
+            akey.extend(np.nonzero(k))
+        else:
+            akey.append(k)
+    view.extend(shape[p:])
+    return tuple(akey), tuple(view)
+
+
+def scatter_add(shape, grad, items, key):
+    """Zeros of `shape` with `grad` added at `key` (repeated indices accumulate)."""
+    shape = tuple(np.asarray(shape).tolist())
+    grad = np.asarray(grad)
+    out = np.zeros(shape, grad.dtype)
+    if not any(isinstance(it, Dyn) and it.kind != "scalar" for it in items):
+        out[key] = grad  # basic indexing selects each element at most once
+        return _scalar(out)
+    akey, view = _scatter_key(items, key, shape)
+    np.add.at(out.reshape(view), akey, grad)
+    return _scalar(out)
+
+
+@kernel("GetItemGrad")
+def _getitem_grad(node, rt):
+    items = node.attrs["index"].items
+    key_of = index_function(items)
+
+    def getitem_grad(grad, shape, *dyn):
+        return scatter_add(shape, grad, items, key_of(dyn))
+    return getitem_grad
+
+
+@kernel("SetItem")
+def _setitem(node, rt):
+    items = node.attrs["index"].items
+    key_of = index_function(items)
+    dtype = node.outputs[0].dtype
+
+    def setitem(x, value, *dyn):
+        out = np.array(x, dtype=dtype, copy=True)
+        out[key_of(dyn)] = value
+        return _scalar(out)
+    return setitem
