@@ -42,7 +42,7 @@ def get_kernel(node, rt) -> Callable:
 def _load_all() -> None:
     from exec.kernels import basic, math, tensor_array  # noqa: F401
     from exec.kernels import stack  # noqa: F401
-    from exec.kernels import array, indexing, reduce  # noqa: F401
+    from exec.kernels import array, indexing, nn, random, reduce, state  # noqa: F401
 
 
 _load_all()

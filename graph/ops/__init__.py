@@ -6,3 +6,7 @@ from graph.ops.math import cast, matmul
 from graph.ops.array import *  # noqa: F401,F403
 from graph.ops.reduce import *  # noqa: F401,F403
 from graph.ops.indexing import *  # noqa: F401,F403
+from graph.ops.nn import *  # noqa: F401,F403
+from graph.ops.random import *  # noqa: F401,F403
+from graph.ops.state import *  # noqa: F401,F403
+from graph.ops import numpy_api, operators  # noqa: F401  (installs Tensor operators and numpy protocols)

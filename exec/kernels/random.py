@@ -1,0 +1,47 @@
+"""Random kernels: each node draws from its session's persistent generator for its seed."""
+from __future__ import annotations
+
+import numpy as np
+
+from exec.kernels import kernel
+
+
+def _scalar(out):
+    return out[()] if isinstance(out, np.ndarray) and out.ndim == 0 else out
+
+
+@kernel("RandomUniform")
+def _uniform(node, rt):
+    dtype, seed, key = node.attrs["dtype"], node.attrs["seed"], node.name
+    integer = dtype.kind in "iu"
+
+    def uniform(shape, lo, hi):
+        g = rt.rng(key, seed)
+        size = tuple(shape.tolist())
+        if integer:
+            return _scalar(g.integers(lo, hi, size=size, dtype=dtype))
+        return _scalar(g.uniform(lo, hi, size).astype(dtype, copy=False))
+    return uniform
+
+
+@kernel("RandomNormal")
+def _normal(node, rt):
+    dtype, seed, key = node.attrs["dtype"], node.attrs["seed"], node.name
+
+    def normal(shape, mean, stddev):
+        g = rt.rng(key, seed)
+        return _scalar(g.normal(mean, stddev, tuple(shape.tolist())).astype(dtype, copy=False))
+    return normal
+
+
+@kernel("Categorical")
+def _categorical(node, rt):
+    seed, key = node.attrs["seed"], node.name
+
+    def categorical(logits, num_samples):
+        g = rt.rng(key, seed)
+        logits = np.asarray(logits, dtype=np.float64)
+        # Gumbel-max: argmax(logits + Gumbel noise) is a draw from softmax(logits)
+        noise = g.gumbel(size=(*logits.shape[:-1], int(num_samples), logits.shape[-1]))
+        return np.argmax(np.expand_dims(logits, -2) + noise, axis=-1).astype(np.int64, copy=False)
+    return categorical

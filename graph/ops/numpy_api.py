@@ -1,0 +1,307 @@
+"""numpy interop: ufuncs and common numpy functions applied to graph tensors build graph ops.
+
+`np.tanh(t)`, `np.sum(t, axis=1)`, `np.where(c, a, b)`, `np.concatenate([t, u])`
+go through `Tensor.__array_ufunc__` / `__array_function__` (NEP 13 / NEP 18),
+so numpy-style code runs unchanged on tensors. Anything else raises a TypeError
+naming the function and listing what is supported.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from graph import shapes as _sh
+from graph.core import Tensor
+from graph.errors import SymbolicBoolError
+from graph.ops import array as A
+from graph.ops import math as M
+from graph.ops import nn as N
+from graph.ops import reduce as R
+from graph.ops._util import convert
+
+
+UFUNCS = {
+    np.add: M.add, np.subtract: M.sub, np.multiply: M.mul, np.true_divide: M.truediv,
+    np.floor_divide: M.floordiv, np.remainder: M.mod, np.power: M.pow, np.maximum: M.maximum,
+    np.minimum: M.minimum, np.arctan2: M.atan2, np.equal: M.equal, np.not_equal: M.not_equal,
+    np.less: M.less, np.less_equal: M.less_equal, np.greater: M.greater, np.greater_equal: M.greater_equal,
+    np.logical_and: M.logical_and, np.logical_or: M.logical_or, np.logical_xor: M.logical_xor,
+    np.bitwise_and: M.bitwise_and, np.bitwise_or: M.bitwise_or, np.bitwise_xor: M.bitwise_xor,
+    np.negative: M.neg, np.positive: convert, np.absolute: M.abs, np.fabs: M.abs, np.exp: M.exp,
+    np.log: M.log, np.sqrt: M.sqrt, np.square: M.square, np.tanh: M.tanh, np.sign: M.sign,
+    np.floor: M.floor, np.ceil: M.ceil, np.rint: M.round, np.sin: M.sin, np.cos: M.cos,
+    np.log1p: M.log1p, np.expm1: M.expm1, np.reciprocal: M.reciprocal, np.logical_not: M.logical_not,
+    np.invert: M.invert, np.isnan: M.isnan, np.isfinite: M.isfinite, np.matmul: M.matmul,
+}
+# ufunc.reduce(x, axis=0) as a reduction
+UFUNC_REDUCTIONS = {np.add: R.reduce_sum, np.multiply: R.reduce_prod, np.maximum: R.reduce_max,
+                    np.minimum: R.reduce_min, np.logical_and: R.reduce_all, np.logical_or: R.reduce_any}
+
+
+def _np_name(func) -> str:
+    module = getattr(func, "__module__", None) or "numpy"
+    prefix = "np" + module[len("numpy"):] if module.startswith("numpy") else module
+    return f"{prefix}.{func.__name__}"
+
+
+def _no_out(name, out):
+    if out is not None:
+        raise TypeError(f"{name}(..., out=...) is not supported on graph tensors: graph values are immutable; "
+                        "use the returned tensor")
+
+
+_MISSING = object()
+
+
+def _unsupported_kwargs(name, kwargs, allowed_defaults):
+    for k, v in kwargs.items():
+        default = allowed_defaults.get(k, _MISSING)
+        if v is default or (isinstance(v, (bool, int, float, str)) and type(v) is type(default) and v == default):
+            continue
+        raise TypeError(f"{name}: argument {k}={v!r} is not supported on graph tensors")
+
+
+def array_ufunc(self, ufunc, method, *inputs, **kwargs):
+    name = _np_name(ufunc)
+    out = kwargs.pop("out", None)
+    if out is not None and any(o is not None for o in out):
+        _no_out(name, out)
+    dtype = kwargs.pop("dtype", None)
+    _unsupported_kwargs(name, kwargs, {"casting": "same_kind", "order": "K", "subok": True, "where": True})
+    if method == "__call__":
+        builder = UFUNCS.get(ufunc)
+        if builder is None:
+            raise TypeError(f"{name} is not supported on graph tensors; supported ufuncs: "
+                            f"{', '.join(sorted(_np_name(u) for u in UFUNCS))}")
+        if dtype is not None:
+            inputs = [M.cast(convert(x), dtype) for x in inputs]
+        return builder(*inputs)
+    if method == "reduce" and ufunc in UFUNC_REDUCTIONS:
+        axis = kwargs.pop("axis", 0) if "axis" in kwargs else 0
+        return UFUNC_REDUCTIONS[ufunc](inputs[0], axis, dtype=dtype)
+    raise TypeError(f"{name}.{method} is not supported on graph tensors")
+
+
+# --------------------------------------------------------------------------- numpy functions
+
+def _reduction(builder, has_dtype=True):
+    def impl(a, axis=None, *args, out=None, keepdims=False, dtype=None, **kwargs):
+        if args:  # positional dtype / out, as numpy's signatures allow
+            if has_dtype:
+                dtype, *args = args
+            if args:
+                out = args[0]
+        _no_out(builder.__name__, out)
+        _unsupported_kwargs(f"np.{builder.__name__}", kwargs, {"where": True})
+        if has_dtype and dtype is not None:
+            return builder(a, axis, keepdims, dtype)
+        return builder(a, axis, keepdims)
+    return impl
+
+
+def _arg(builder):
+    def impl(a, axis=None, out=None, *, keepdims=False):
+        _no_out(builder.__name__, out)
+        return builder(a, axis, keepdims)
+    return impl
+
+
+def _stat(builder):
+    def impl(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, **kwargs):
+        _no_out(builder.__name__, out)
+        _unsupported_kwargs(f"np.{builder.__name__}", kwargs, {"where": True})
+        x = convert(a) if dtype is None else M.cast(a, dtype)
+        return builder(x, axis, keepdims, ddof)
+    return impl
+
+
+def dot(a, b, out=None) -> Tensor:
+    """`np.dot` for scalars, vectors and matrices (where it equals matmul or multiplication)."""
+    _no_out("np.dot", out)
+    a, b = convert(a), convert(b)
+    if a.ndim == 0 or b.ndim == 0:
+        return M.mul(a, b)
+    if a.ndim is None or b.ndim is None or a.ndim > 2 or b.ndim > 2:
+        raise TypeError("np.dot on graph tensors supports operands of rank <= 2 (of known rank); "
+                        "use np.matmul / @ for batched products")
+    return M.matmul(a, b)
+
+
+def _concatenate(arrays, axis=0, out=None, dtype=None, casting="same_kind"):
+    _no_out("np.concatenate", out)
+    ts = [convert(a) for a in arrays]
+    if axis is None:
+        ts = [A.reshape(t, [-1]) for t in ts]
+        axis = 0
+    if dtype is not None:
+        ts = [M.cast(t, dtype) for t in ts]
+    return A.concat(ts, axis)
+
+
+def _stack(arrays, axis=0, out=None, dtype=None, casting="same_kind"):
+    _no_out("np.stack", out)
+    ts = [convert(a) for a in arrays]
+    if dtype is not None:
+        ts = [M.cast(t, dtype) for t in ts]
+    return A.stack(ts, axis)
+
+
+def _reshape(a, shape=None, order="C", *, newshape=None, copy=None):
+    if order != "C":
+        raise TypeError("np.reshape on graph tensors supports only order='C'")
+    return A.reshape(a, shape if shape is not None else newshape)
+
+
+def _like(builder):
+    def impl(a, dtype=None, order="K", subok=True, shape=None, **kwargs):
+        if shape is not None:
+            return builder(shape, dtype if dtype is not None else convert(a).dtype)
+        return (A.zeros_like if builder is A.zeros else A.ones_like)(a, dtype)
+    return impl
+
+
+def _full_like(a, fill_value, dtype=None, order="K", subok=True, shape=None, **kwargs):
+    if shape is not None:
+        return A.fill(shape, fill_value, dtype if dtype is not None else convert(a).dtype)
+    return A.full_like(a, fill_value, dtype)
+
+
+def _clip(a, a_min=None, a_max=None, out=None, *, min=None, max=None, **kwargs):
+    _no_out("np.clip", out)
+    lo = a_min if a_min is not None else min
+    hi = a_max if a_max is not None else max
+    return N.clip(a, lo, hi)
+
+
+def _take(a, indices, axis=None, out=None, mode="raise"):
+    _no_out("np.take", out)
+    if mode != "raise":
+        raise TypeError(f"np.take(mode={mode!r}) is not supported on graph tensors")
+    if axis is None:
+        return A.gather(A.reshape(a, [-1]), indices, 0)
+    return A.gather(a, indices, axis)
+
+
+def _shape(a):
+    t = convert(a)
+    return t.shape if _sh.is_fully_defined(t.shape) else A.shape(t)
+
+
+def _size(a, axis=None):
+    t = convert(a)
+    if axis is not None:
+        return _shape(t)[axis] if _sh.is_fully_defined(t.shape) else A.shape(t)[axis]
+    n = _sh.num_elements(t.shape)
+    return n if n is not None else A.size(t)
+
+
+def _ndim(a):
+    t = convert(a)
+    if t.ndim is None:
+        raise SymbolicBoolError(f"np.ndim of graph tensor {t.name}: its rank is unknown when the graph is built; "
+                                "use graph.rank(t)")
+    return t.ndim
+
+
+def _swapaxes(a, axis1, axis2):
+    t = convert(a)
+    if t.ndim is None:
+        raise TypeError("np.swapaxes needs a graph tensor of known rank")
+    perm = list(range(t.ndim))
+    i, j = A.normalize_axis(axis1, t.shape), A.normalize_axis(axis2, t.shape)
+    perm[i], perm[j] = perm[j], perm[i]
+    return A.transpose(t, perm)
+
+
+def _moveaxis(a, source, destination):
+    t = convert(a)
+    if t.ndim is None:
+        raise TypeError("np.moveaxis needs a graph tensor of known rank")
+    src = [source] if isinstance(source, int) else list(source)
+    dst = [destination] if isinstance(destination, int) else list(destination)
+    src = [A.normalize_axis(s, t.shape) for s in src]
+    dst = [A.normalize_axis(d, t.shape) for d in dst]
+    order = [i for i in range(t.ndim) if i not in src]
+    for d, s in sorted(zip(dst, src, strict=True)):
+        order.insert(d, s)
+    return A.transpose(t, order)
+
+
+def _outer(a, b, out=None):
+    _no_out("np.outer", out)
+    return M.mul(A.reshape(a, [-1, 1]), A.reshape(b, [1, -1]))
+
+
+def _round(a, decimals=0, out=None):
+    _no_out("np.round", out)
+    if decimals != 0:
+        scale = 10.0 ** decimals
+        return M.truediv(M.round(M.mul(a, scale)), scale)
+    return M.round(a)
+
+
+def _count_nonzero(a, axis=None, *, keepdims=False):
+    return R.reduce_sum(M.cast(M.not_equal(a, 0), np.int64), axis, keepdims)
+
+
+def _norm(x, ord=None, axis=None, keepdims=False):
+    if ord not in (None, 2, "fro") or (ord == 2 and (axis is None or not isinstance(axis, int))):
+        raise TypeError(f"np.linalg.norm(ord={ord!r}) is not supported on graph tensors (only the 2-norm / "
+                        "Frobenius norm)")
+    x = convert(x)
+    return M.sqrt(R.reduce_sum(M.square(M.abs(x)), axis, keepdims))
+
+
+def _where(condition, x=None, y=None):
+    return A.where(condition, x, y)
+
+
+FUNCTIONS = {
+    np.sum: _reduction(R.reduce_sum), np.mean: _reduction(R.reduce_mean), np.prod: _reduction(R.reduce_prod),
+    np.max: _reduction(R.reduce_max, False), np.min: _reduction(R.reduce_min, False),
+    np.amax: _reduction(R.reduce_max, False), np.amin: _reduction(R.reduce_min, False),
+    np.any: _reduction(R.reduce_any, False), np.all: _reduction(R.reduce_all, False),
+    np.argmax: _arg(R.argmax), np.argmin: _arg(R.argmin),
+    np.var: _stat(R.var), np.std: _stat(R.std),
+    np.dot: dot, np.where: _where, np.concatenate: _concatenate, np.stack: _stack,
+    np.reshape: _reshape, np.transpose: lambda a, axes=None: A.transpose(a, axes),
+    np.expand_dims: lambda a, axis: A.expand_dims(a, axis),
+    np.squeeze: lambda a, axis=None: A.squeeze(a, axis),
+    np.zeros_like: _like(A.zeros), np.ones_like: _like(A.ones), np.full_like: _full_like,
+    np.clip: _clip, np.take: _take, np.tile: lambda A_, reps: A.tile(A_, reps),
+    np.broadcast_to: lambda array, shape, subok=False: A.broadcast_to(array, shape),
+    np.shape: _shape, np.size: _size, np.ndim: _ndim,
+    np.split: lambda ary, indices_or_sections, axis=0: A.split(ary, indices_or_sections, axis),
+    np.ravel: lambda a, order="C": A.reshape(a, [-1]), np.copy: lambda a, order="K", subok=False: convert(a),
+    np.swapaxes: _swapaxes, np.moveaxis: _moveaxis, np.outer: _outer,
+    np.round: _round, np.around: _round, np.count_nonzero: _count_nonzero,
+    np.linalg.norm: _norm,
+}
+
+
+def array_function(self, func, types, args, kwargs):
+    impl = FUNCTIONS.get(func)
+    if impl is None:
+        raise TypeError(f"{_np_name(func)} is not supported on graph tensors; use graph ops, or run the graph and "
+                        f"apply numpy to the result. Supported functions: "
+                        f"{', '.join(sorted({_np_name(f) for f in FUNCTIONS}))}; and the ufuncs "
+                        f"({', '.join(sorted(_np_name(u) for u in UFUNCS))})")
+    return impl(*args, **kwargs)
+
+
+def array(self, dtype=None, copy=None):
+    t = convert(self)
+    raise SymbolicBoolError(
+        f"graph tensor {t.name} has no value while the graph is being built, so numpy cannot convert it to an "
+        "array. Run the graph (Session.run) to get its value, or use graph ops / numpy functions that accept "
+        "tensors")
+
+
+def install(cls) -> None:
+    cls.__array_ufunc__ = array_ufunc
+    cls.__array_function__ = array_function
+    cls.__array__ = array
+
+
+install(Tensor)
+
+__all__: list[str] = []
