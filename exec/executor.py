@@ -31,8 +31,8 @@ from queue import SimpleQueue
 import numpy as np
 
 from exec.errors import NoProgressError, RunError
-from exec.plan import (ASYNC, DIRECT, ENTER, EXIT, FEED, LOOP_MERGE, MERGE, MULTI, NEXT, NORMAL, PENDING,
-                       SWITCH, TO_FETCH, TO_LOOP_MERGE, TO_MERGE, Plan)
+from exec.plan import (ASYNC, DIRECT, ENTER, EXIT, LOOP_MERGE, MERGE, MULTI, NEXT, NORMAL, PENDING, SWITCH,
+                       TO_LOOP_MERGE, TO_MERGE, Plan)
 
 _MISSING = object()
 
@@ -41,7 +41,7 @@ class Frame:
     """One dynamic instance of a loop (for a given parent iteration)."""
 
     __slots__ = ("name", "parent", "iters", "first", "last", "max_par", "invariants", "enters_arrived",
-                 "num_enters", "deferred", "live_exits")
+                 "num_enters", "deferred", "live_exits", "bound")
 
     def __init__(self, name: str, parent: "Iteration | None", max_par: int, num_enters: int):
         self.name = name
@@ -55,6 +55,10 @@ class Frame:
         self.num_enters = num_enters
         self.deferred: list = []  # NextIteration values waiting for the parallel window
         self.live_exits: set[int] = set()
+        # Pending-input templates with the loop constants that arrived so far already
+        # filled in; new iterations start from them instead of receiving each constant.
+        # Replaced (never mutated) when a constant arrives: older iterations keep theirs.
+        self.bound: dict[int, list] = {}
 
 
 class Iteration:
@@ -100,6 +104,7 @@ def execute(plan: Plan, feed_values: list, pool: _Pool | None = None) -> list:
     """Runs `plan` once; returns the fetched values (numpy) in fetch order."""
     kind, fn, cons, tmpl, ndata, nin = plan.kind, plan.fn, plan.cons, plan.tmpl, plan.ndata, plan.nin
     frame_info, num_enters, exits = plan.frame_info, plan.num_enters, plan.exits
+    bindable, unbound = plan.bindable, plan.unbound
     results = [_MISSING] * len(plan.fetches)
     root_frame = Frame("", None, 1, 0)
     root = Iteration(root_frame, 0)
@@ -109,67 +114,78 @@ def execute(plan: Plan, feed_values: list, pool: _Pool | None = None) -> list:
     completions: SimpleQueue | None = SimpleQueue() if pool is not None else None
     inflight = 0
 
-    def deliver(entries, out, dead, it):
-        """Hands (out, dead) to each consumer entry (dst, slot, mode) in iteration `it`."""
-        for dst, slot, mode in entries:
-            if mode == DIRECT:
-                it.outstanding += 1
-                append((dst, it, (out,), dead))
-            elif mode == PENDING:
-                pend = it.pending
-                st = pend.get(dst)
-                if st is None:
-                    st = pend[dst] = tmpl[dst][:]
-                st[slot] = out
-                if dead:
-                    st[1] = True
-                r = st[0] - 1
-                if r:
-                    st[0] = r
-                else:
-                    del pend[dst]
-                    it.outstanding += 1
-                    append((dst, it, st[2:2 + ndata[dst]], st[1]))
-            else:
-                deliver_special(dst, slot, mode, out, dead, it)
-
-    def deliver_special(dst, slot, mode, out, dead, it):
+    def deliver1(dst, slot, mode, out, dead, it) -> int:
+        """Hands (out, dead) to input `slot` of `dst` in iteration `it`; returns items queued."""
+        if mode == DIRECT:
+            append((dst, it, (out,), dead))
+            return 1
+        if mode == PENDING:
+            pend = it.pending
+            st = pend.get(dst)
+            if st is None:
+                st = pend[dst] = tmpl[dst][:]
+            st[slot] = out
+            if dead:
+                st[1] = True
+            r = st[0] - 1
+            if r:
+                st[0] = r
+                return 0
+            del pend[dst]
+            append((dst, it, st[2:2 + ndata[dst]], st[1]))
+            return 1
         if mode == TO_LOOP_MERGE:
-            it.outstanding += 1
             append((dst, it, (out, slot), dead))
-        elif mode == TO_MERGE:
+            return 1
+        if mode == TO_MERGE:
             pend = it.pending
             st = pend.get(dst)
             if st is None:
                 st = pend[dst] = [nin[dst], False]
+            queued = 0
             if not dead and not st[1]:
                 st[1] = True
-                it.outstanding += 1
                 append((dst, it, (out, slot), False))
+                queued = 1
             st[0] -= 1
             if not st[0]:
                 del pend[dst]
                 if not st[1]:
-                    it.outstanding += 1
                     append((dst, it, (None, -1), True))
-        elif mode == TO_FETCH:
-            results[dst] = (out, dead)
+                    queued = 1
+            return queued
+        results[dst] = (out, dead)  # TO_FETCH
+        return 0
 
-    def deliver_ports(entries, outs, port_dead, ctrl_dead, it):
-        for port, dst, slot, mode in entries:
-            if port < 0:
-                out, dead = None, ctrl_dead
-            else:
-                out, dead = outs[port], port_dead[port]
-            deliver(((dst, slot, mode),), out, dead, it)
+    def push(entries, out, dead, it) -> None:
+        """Delivers a single-output node's value into iteration `it` (maybe another one)."""
+        queued = 0
+        for dst, slot, mode in entries:
+            queued += deliver1(dst, slot, mode, out, dead, it)
+        it.outstanding += queued
 
     def new_iteration(fr: Frame, n: int) -> Iteration:
         it = Iteration(fr, n)
         fr.iters[n] = it
         fr.last = n
+        if fr.bound:
+            it.pending = {dst: t[:] for dst, t in fr.bound.items()}
         for ei, v, d in fr.invariants:
-            deliver(cons[ei], v, d, it)
+            entries = unbound[ei]
+            if entries:
+                push(entries, v, d, it)
         return it
+
+    def bind_invariant(fr: Frame, i, out, dead) -> None:
+        bound = dict(fr.bound)
+        for dst, slot in bindable[i]:
+            t = (bound.get(dst) or tmpl[dst])[:]
+            t[slot] = out
+            if dead:
+                t[1] = True
+            t[0] -= 1
+            bound[dst] = t
+        fr.bound = bound
 
     def enter(i, it, out, dead):
         name, is_const, par = frame_info[i]
@@ -181,9 +197,11 @@ def execute(plan: Plan, feed_values: list, pool: _Pool | None = None) -> list:
         if is_const:
             fr.invariants.append((i, out, dead))
             for child_it in list(fr.iters.values()):
-                deliver(cons[i], out, dead, child_it)
+                push(cons[i], out, dead, child_it)
+            if bindable[i]:
+                bind_invariant(fr, i, out, dead)
         else:
-            deliver(cons[i], out, dead, fr.iters[0])
+            push(cons[i], out, dead, fr.iters[0])
         first = fr.iters.get(fr.first)
         if first is not None and not first.outstanding:
             maybe_finish(first)
@@ -197,7 +215,7 @@ def execute(plan: Plan, feed_values: list, pool: _Pool | None = None) -> list:
                 fr.deferred.append((i, out))
                 return
             nxt = new_iteration(fr, n1)
-        deliver(cons[i], out, False, nxt)
+        push(cons[i], out, False, nxt)
 
     def maybe_finish(it: Iteration) -> None:
         """Frees `it` if it is done, then whatever that completes in turn."""
@@ -215,7 +233,7 @@ def execute(plan: Plan, feed_values: list, pool: _Pool | None = None) -> list:
                 waiting, fr.deferred = fr.deferred, []
                 nxt = new_iteration(fr, fr.last + 1)
                 for ni, v in waiting:
-                    deliver(cons[ni], v, False, nxt)
+                    push(cons[ni], v, False, nxt)
             nxt = fr.iters.get(fr.first)
             if nxt is not None:
                 it = nxt
@@ -224,37 +242,34 @@ def execute(plan: Plan, feed_values: list, pool: _Pool | None = None) -> list:
             del parent.children[fr.name]
             for ei in exits.get(fr.name, ()):
                 if ei not in fr.live_exits:
-                    deliver(cons[ei], None, True, parent)
+                    push(cons[ei], None, True, parent)
             it = parent
 
-    def finish_item(it):
-        it.outstanding -= 1
-        if not it.outstanding and it.frame is not root_frame:
-            maybe_finish(it)
-
     for i in plan.sources:
-        root.outstanding += 1
         append((i, root, (), False))
     for i, k in plan.feeds:
-        root.outstanding += 1
         append((i, root, (feed_values[k],), False))
+    root.outstanding = len(ready)
 
     error = None
     while True:
-        if inflight and not completions.empty() or not ready and inflight:
+        if inflight and (not ready or not completions.empty()):
             i, it, out, exc = completions.get()
             inflight -= 1
             if exc is not None:
                 error = (i, it, exc)
                 break
-            deliver(cons[i], out, False, it)
-            finish_item(it)
+            push(cons[i], out, False, it)
+            it.outstanding -= 1
+            if not it.outstanding and it.frame is not root_frame:
+                maybe_finish(it)
             continue
         if not ready:
             break
         i, it, args, dead = popleft()
         k = kind[i]
-        if k == NORMAL or k == FEED:
+        queued = 0
+        if k == NORMAL:
             if dead:
                 out = None
             else:
@@ -263,45 +278,100 @@ def execute(plan: Plan, feed_values: list, pool: _Pool | None = None) -> list:
                 except Exception as e:
                     error = (i, it, e)
                     break
-            deliver(cons[i], out, dead, it)
-        elif k == SWITCH:
-            if dead:
-                deliver_ports(cons[i], (None, None), (True, True), True, it)
+            # the two common delivery modes inlined: this is the executor's hot path
+            for dst, slot, mode in cons[i]:
+                if mode == DIRECT:
+                    append((dst, it, (out,), dead))
+                    queued += 1
+                elif mode == PENDING:
+                    pend = it.pending
+                    st = pend.get(dst)
+                    if st is None:
+                        st = pend[dst] = tmpl[dst][:]
+                    st[slot] = out
+                    if dead:
+                        st[1] = True
+                    r = st[0] - 1
+                    if r:
+                        st[0] = r
+                    else:
+                        del pend[dst]
+                        append((dst, it, st[2:2 + ndata[dst]], st[1]))
+                        queued += 1
+                else:
+                    queued += deliver1(dst, slot, mode, out, dead, it)
+        elif k == SWITCH or k == LOOP_MERGE or k == MERGE or k == MULTI:
+            c0, c1, cc = cons[i]  # consumers of port 0, port 1, control
+            if k == SWITCH:
+                if dead:
+                    groups = ((c0, None, True), (c1, None, True), (cc, None, True))
+                else:
+                    data, pred = args
+                    # the dead side first is rare to have consumers other than Exit; deliver live inline
+                    live, other = (c1, c0) if pred else (c0, c1)
+                    for dst, slot, mode in other:
+                        queued += deliver1(dst, slot, mode, None, True, it)
+                    for dst, slot, mode in cc:
+                        queued += deliver1(dst, slot, mode, None, False, it)
+                    groups = ((live, data, False),)
+            elif k == MULTI:
+                if dead:
+                    groups = ((c0, None, True), (c1, None, True), (cc, None, True))
+                else:
+                    try:
+                        outs = fn[i](*args)
+                    except Exception as e:
+                        error = (i, it, e)
+                        break
+                    groups = ((c0, outs[0], False), (c1, outs[1], False), (cc, None, False)) + tuple(
+                        (c, outs[p], False) for p, c in enumerate(plan.extra_ports.get(i, ()), 2))
             else:
-                data, pred = args
-                p = bool(pred)
-                deliver_ports(cons[i], (data, data), (p, not p), False, it)
-        elif k == LOOP_MERGE or k == MERGE:
-            out, idx = args
-            deliver_ports(cons[i], (out, np.int32(idx)), (dead, dead), dead, it)
+                out, idx = args
+                groups = ((c0, out, dead), (c1, np.int32(idx), dead), (cc, None, dead)) if c1 or cc else \
+                    ((c0, out, dead),)
+            for entries, out, d in groups:
+                for dst, slot, mode in entries:
+                    if mode == DIRECT:
+                        append((dst, it, (out,), d))
+                        queued += 1
+                    elif mode == PENDING:
+                        pend = it.pending
+                        st = pend.get(dst)
+                        if st is None:
+                            st = pend[dst] = tmpl[dst][:]
+                        st[slot] = out
+                        if d:
+                            st[1] = True
+                        r = st[0] - 1
+                        if r:
+                            st[0] = r
+                        else:
+                            del pend[dst]
+                            append((dst, it, st[2:2 + ndata[dst]], st[1]))
+                            queued += 1
+                    else:
+                        queued += deliver1(dst, slot, mode, out, d, it)
         elif k == ENTER:
             enter(i, it, args[0], dead)
         elif k == EXIT:
             if not dead:
                 it.frame.live_exits.add(i)
-                deliver(cons[i], args[0], False, it.frame.parent)
+                push(cons[i], args[0], False, it.frame.parent)
         elif k == NEXT:
             if not dead:
                 next_iteration(i, it, args[0])
         elif k == ASYNC:
             if dead:
-                deliver(cons[i], None, True, it)
+                for dst, slot, mode in cons[i]:
+                    queued += deliver1(dst, slot, mode, None, True, it)
             else:
                 inflight += 1
                 pool.jobs.put((completions, i, it, fn[i], args))
-                continue
-        elif k == MULTI:
-            if dead:
-                outs, deads = (None,) * len(plan.nodes[i].outputs), True
-            else:
-                try:
-                    outs = fn[i](*args)
-                except Exception as e:
-                    error = (i, it, e)
-                    break
-                deads = False
-            deliver_ports(cons[i], outs, _AllSame(deads), deads, it)
-        finish_item(it)
+                continue  # stays outstanding until its completion is processed
+        o = it.outstanding + queued - 1
+        it.outstanding = o
+        if not o and it.frame is not root_frame:
+            maybe_finish(it)
     if error is not None:
         # let in-flight pool work drain so no thread touches this run afterwards
         while inflight:
@@ -320,18 +390,6 @@ def execute(plan: Plan, feed_values: list, pool: _Pool | None = None) -> list:
                            t.node)
         out.append(value)
     return out
-
-
-class _AllSame:
-    """port_dead for multi-output nodes: every port has the same deadness."""
-
-    __slots__ = ("v",)
-
-    def __init__(self, v):
-        self.v = v
-
-    def __getitem__(self, i):
-        return self.v
 
 
 # --------------------------------------------------------------------------- error reports

@@ -13,12 +13,12 @@ from graph.core import Node, Tensor
 from exec import kernels as _kernels
 
 # node kinds
-NORMAL, MULTI, SWITCH, MERGE, LOOP_MERGE, ENTER, EXIT, NEXT, FEED, ASYNC = range(10)
+NORMAL, MULTI, SWITCH, MERGE, LOOP_MERGE, ENTER, EXIT, NEXT, ASYNC = range(9)
 # consumer-edge modes
 DIRECT, PENDING, TO_MERGE, TO_LOOP_MERGE, TO_FETCH = range(5)
 
 _KIND_OF_OP = {"Switch": SWITCH, "Enter": ENTER, "Exit": EXIT, "NextIteration": NEXT}
-SINGLE_OUTPUT_KINDS = frozenset({NORMAL, ENTER, EXIT, NEXT, FEED, ASYNC})
+SINGLE_OUTPUT_KINDS = frozenset({NORMAL, ENTER, EXIT, NEXT, ASYNC})
 
 # Elementwise work on at least this many elements goes to the pool (when enabled).
 ASYNC_MIN_ELEMENTS = 1 << 17
@@ -32,7 +32,7 @@ class Plan:
     fn: list
     nin: list[int]
     ndata: list[int]
-    cons: list[list]          # single-output kinds: (dst, slot, mode); others: (port, dst, slot, mode)
+    cons: list                # single-output kinds: [(dst, slot, mode)]; others: (port0, port1, control)
     tmpl: list                # pending-state template per multi-input node: [remaining, dead, *slots]
     sources: list[int]        # root nodes with no inputs (excluding feeds)
     feeds: list[tuple[int, int]]  # (node local id, feed index)
@@ -41,6 +41,9 @@ class Plan:
     num_enters: dict = field(default_factory=dict)  # frame name -> Enters in the plan
     exits: dict = field(default_factory=dict)       # frame name -> Exit local ids
     local: dict = field(default_factory=dict)       # Node -> local id
+    extra_ports: dict = field(default_factory=dict)  # multi-output node -> consumer lists of ports >= 2
+    bindable: dict = field(default_factory=dict)     # constant Enter -> [(dst, slot)] bound per frame
+    unbound: dict = field(default_factory=dict)      # constant Enter -> entries delivered per iteration
 
 
 def prune(fetch_nodes: list[Node], fed: set) -> list[Node]:
@@ -72,20 +75,24 @@ def build_plan(graph, fetches: list[Tensor], targets: list[Node], feeds: list[Te
             raise ValueError(f"cannot fetch {t.name}: it lives inside {t.node.frame.describe()}; "
                              "return it from the loop as a loop variable")
     nodes = prune([t.node for t in fetches] + list(targets), fed_nodes)
+    forward = _forwarded_identities(nodes, fetches, fed_nodes)
+    nodes = [n for n in nodes if n not in forward]
     local = {n: i for i, n in enumerate(nodes)}
     n_nodes = len(nodes)
     kind, fn, nin, ndata, tmpl = [0] * n_nodes, [None] * n_nodes, [0] * n_nodes, [0] * n_nodes, [None] * n_nodes
-    cons: list[list] = [[] for _ in range(n_nodes)]
+    cons: list = [[] for _ in range(n_nodes)]
     plan = Plan(nodes, kind, fn, nin, ndata, cons, tmpl, [], [], list(fetches), local=local)
     feed_index = {t.node: k for k, t in enumerate(feeds)}
     for i, n in enumerate(nodes):
         if n in fed_nodes:
-            kind[i] = FEED
+            kind[i] = NORMAL  # a fed node "computes" the identity of its fed value
             fn[i] = _identity
             plan.feeds.append((i, feed_index[n]))
             continue
         k = _kind(n)
         kind[i] = k
+        if k not in SINGLE_OUTPUT_KINDS:
+            cons[i] = ([], [], [])
         if k in (NORMAL, MULTI):
             if n.op == "Placeholder":
                 loc = f" (created at {n.source})" if n.source else ""
@@ -109,18 +116,60 @@ def build_plan(graph, fetches: list[Tensor], targets: list[Node], feeds: list[Te
         elif k == EXIT:
             plan.exits.setdefault(n.inputs[0].node.frame.frame_name, []).append(i)
     for i, n in enumerate(nodes):
-        if kind[i] == FEED:
+        if n in fed_nodes:
             continue
         for j, t in enumerate(n.inputs):
+            while t.node in forward:
+                t = t.node.inputs[0]
             _add_edge(plan, local[t.node], t.index, i, j)
         for j, c in enumerate(n.control_inputs):
             _add_edge(plan, local[c], -1, i, ndata[i] + j)
     for k, t in enumerate(fetches):
         s = local[t.node]
         # a fetch is a pseudo-consumer: "dst" is the fetch's index in the results
-        plan.cons[s].append((k, -1, TO_FETCH) if kind[s] in SINGLE_OUTPUT_KINDS else (t.index, k, -1, TO_FETCH))
+        entries = plan.cons[s] if kind[s] in SINGLE_OUTPUT_KINDS else _port_list(plan, s, t.index)
+        entries.append((k, -1, TO_FETCH))
+    _split_invariant_edges(plan)
+    for i in range(n_nodes):
+        if kind[i] not in SINGLE_OUTPUT_KINDS and len(nodes[i].outputs) > 2:
+            _port_list(plan, i, len(nodes[i].outputs) - 1)  # every port gets a (maybe empty) list
 
     return plan
+
+
+_PURE_IDENTITIES = frozenset({"Identity", "LoopCond", "StopGradient"})
+
+
+def _forwarded_identities(nodes: list[Node], fetches, fed) -> set:
+    """Identity-like nodes whose consumers can read their input directly.
+
+    Such a node only renames a value (deadness included), so skipping it saves a
+    node execution per iteration (every loop has a LoopCond). Nodes with control
+    inputs are kept: those gate their value on something else.
+    """
+    keep = {t.node for t in fetches} | set(fed) | {c for m in nodes for c in m.control_inputs}
+    return {n for n in nodes if n.op in _PURE_IDENTITIES and not n.control_inputs and n not in keep}
+
+
+def _split_invariant_edges(plan: Plan) -> None:
+    """Sorts each constant Enter's consumers into those whose pending-input templates
+    can hold the constant (bound once per frame) and the rest (delivered to every
+    iteration). Only a consumer with another, per-iteration input can be bound."""
+    for i, (_, is_const, _) in plan.frame_info.items():
+        if not is_const:
+            continue
+        binds, rest = [], []
+        for dst, slot, mode in plan.cons[i]:
+            if mode == PENDING and any(not _is_constant_enter(plan, t.node) for t in plan.nodes[dst].inputs) \
+                    or mode == PENDING and plan.nodes[dst].control_inputs:
+                binds.append((dst, slot))
+            else:
+                rest.append((dst, slot, mode))
+        plan.bindable[i], plan.unbound[i] = binds, rest
+
+
+def _is_constant_enter(plan: Plan, node: Node) -> bool:
+    return node.op == "Enter" and node.attrs["is_constant"]
 
 
 def _add_edge(plan: Plan, src: int, port: int, dst: int, slot: int) -> None:
@@ -137,7 +186,19 @@ def _add_edge(plan: Plan, src: int, port: int, dst: int, slot: int) -> None:
     if plan.kind[src] in SINGLE_OUTPUT_KINDS:
         plan.cons[src].append((dst, offset, mode))
     else:
-        plan.cons[src].append((port, dst, offset, mode))
+        _port_list(plan, src, port).append((dst, offset, mode))
+
+
+def _port_list(plan: Plan, src: int, port: int) -> list:
+    """Multi-output nodes keep (port 0, port 1, control) consumer lists; ports >= 2 go to extra_ports."""
+    if port < 0:
+        return plan.cons[src][2]
+    if port < 2:
+        return plan.cons[src][port]
+    extra = plan.extra_ports.setdefault(src, [])
+    while len(extra) < port - 1:
+        extra.append([])
+    return extra[port - 2]
 
 
 def _kind(n: Node) -> int:
