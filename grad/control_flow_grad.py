@@ -58,7 +58,7 @@ def cond_grad(state, s, grads, var_grads) -> None:
     graph = state.graph
     seeds = [(m, grads.total(m.outputs[0])) for m in s.merges if state.is_active(m.outputs[0])]
     seeds = [(m, g) for m, g in seeds if g is not None]
-    if not seeds:
+    if not seeds and not any(state.has_inner_sources(b) for b in s.branches):
         return
     captured = [(t, sw) for t, sw in s.switches.items()
                 if t is not s.pred and (state.is_active(sw.outputs[0]) or state.is_active(sw.outputs[1]))]
@@ -95,7 +95,7 @@ def while_grad(state, loop, grads, var_grads) -> None:
     exits = [e.outputs[0] for e in loop.exits]
     ks = [k for k, m in enumerate(loop.merges) if state.is_active(m.outputs[0])]
     seeds = {k: grads.total(exits[k]) if state.is_active(exits[k]) else None for k in ks}
-    if all(g is None for g in seeds.values()):
+    if all(g is None for g in seeds.values()) and not state.has_inner_sources(loop):
         return
     consts = [(c, e) for c, e in loop.constant_enters.items() if state.is_active(e)]
     reads = _group_reads(state, state.index.reads_within(loop))

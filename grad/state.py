@@ -181,8 +181,8 @@ class GradState:
     def zeros_like(self, t: Tensor) -> Tensor:
         """Zeros shaped like forward tensor `t` (for a TensorArray handle: its gradient array)."""
         if t.dtype is _dt.variant:
-            from grad.tensor_array_grad import gradient_array
-            return gradient_array(self.resolve(t))
+            from grad.tensor_array_grad import gradient_array, spec_of
+            return gradient_array(self.resolve(t), spec_of(t)).handle
         from graph.ops.array import zeros
         z = zeros(self.resolve_shape(t), t.dtype)
         if t.shape is not None and _sh.compatible(z.shape, t.shape):
@@ -191,6 +191,14 @@ class GradState:
         return z
 
     # -- gradient stacks (second order) -----------------------------------------------------
+    def has_inner_sources(self, ctx) -> bool:
+        """Whether values pushed inside `ctx` receive gradients from popped values (second order)."""
+        for stack in self.gradient_stacks:
+            for p in self.index.stack_pushes.get(stack, ()):
+                if is_within(p.context, ctx) and self.is_active(p.inputs[1]):
+                    return True
+        return False
+
     def gradient_stack(self, stack: Node) -> "GradientStack":
         gs = self.gradient_stacks.get(stack)
         if gs is None:

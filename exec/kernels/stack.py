@@ -47,7 +47,7 @@ def _fmt(key: tuple) -> str:
 def _new(node, rt):
     name = node.attrs["name"]
 
-    def new():
+    def new(*_control):
         return Stack(name, memory_manager(rt))
     return new
 

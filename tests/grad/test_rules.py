@@ -1,0 +1,116 @@
+"""Every gradient rule against central finite differences (float64)."""
+import numpy as np
+import pytest
+
+import graph
+import grad
+from exec import Session
+from tests.grad.gradcheck import check_gradients
+
+rng = np.random.default_rng(1)
+
+
+def pos(*shape):
+    return rng.uniform(0.5, 2.0, size=shape)
+
+
+def any_(*shape):
+    return rng.normal(size=shape)
+
+
+UNARY = {
+    "neg": (graph.neg, any_), "abs": (graph.abs, any_), "exp": (graph.exp, any_), "log": (graph.log, pos),
+    "sqrt": (graph.sqrt, pos), "square": (graph.square, any_), "tanh": (graph.tanh, any_),
+    "sigmoid": (graph.sigmoid, any_), "relu": (graph.relu, any_), "sin": (graph.sin, any_),
+    "cos": (graph.cos, any_), "log1p": (graph.log1p, pos), "expm1": (graph.expm1, any_),
+    "reciprocal": (graph.reciprocal, pos), "softmax": (graph.softmax, any_),
+    "log_softmax": (graph.log_softmax, any_), "softplus": (graph.softplus, any_),
+    "logsumexp": (lambda x: graph.logsumexp(x, axis=1), any_),
+}
+
+
+@pytest.mark.parametrize("name", list(UNARY))
+def test_unary(name):
+    fn, gen = UNARY[name]
+    check_gradients(fn, gen(3, 4))
+
+
+BINARY = {
+    "add": (graph.add, any_, any_), "sub": (graph.sub, any_, any_), "mul": (graph.mul, any_, any_),
+    "truediv": (graph.truediv, any_, pos), "pow": (graph.pow, pos, any_),
+    "maximum": (graph.maximum, any_, any_), "minimum": (graph.minimum, any_, any_),
+    "atan2": (graph.atan2, any_, any_), "mod": (graph.mod, pos, lambda *s: rng.uniform(2.5, 3.0, size=s)),
+    "where": (lambda a, b: graph.where(a > b, a * b, a - b), any_, any_),
+}
+
+
+@pytest.mark.parametrize("shapes", [((3, 4), (3, 4)), ((3, 4), (4,)), ((3, 1), (1, 4)), ((), (2, 3))])
+@pytest.mark.parametrize("name", list(BINARY))
+def test_binary_with_broadcasting(name, shapes):
+    fn, ga, gb = BINARY[name]
+    check_gradients(fn, ga(*shapes[0]), gb(*shapes[1]))
+
+
+def test_pow_with_nonpositive_base_gives_finite_exponent_gradient():
+    got = check_gradients(lambda a, b: a ** b, np.array([0.0, -2.0, 3.0]) * 0 + np.array([1.5, 2.0, 3.0]),
+                          np.array([2.0, 2.0, 2.0]))
+    assert all(np.isfinite(g).all() for g in got)
+
+
+@pytest.mark.parametrize("sa,sb", [((3, 4), (4, 2)), ((4,), (4, 2)), ((3, 4), (4,)), ((4,), (4,)),
+                                   ((2, 3, 4), (4, 2)), ((2, 3, 4), (2, 4, 5)), ((4,), (2, 4, 3)),
+                                   ((2, 3, 4), (4,))])
+def test_matmul(sa, sb):
+    check_gradients(graph.matmul, any_(*sa), any_(*sb))
+
+
+@pytest.mark.parametrize("axis,keepdims", [(None, False), (0, False), (1, True), ((0, 2), False), (-1, False)])
+@pytest.mark.parametrize("op", [graph.reduce_sum, graph.reduce_mean, graph.reduce_max, graph.reduce_min,
+                                graph.reduce_prod])
+def test_reductions(op, axis, keepdims):
+    check_gradients(lambda x: op(x, axis=axis, keepdims=keepdims), any_(2, 3, 4))
+
+
+def test_prod_with_zeros_is_exact():
+    x = np.array([[0.0, 2.0, 3.0], [0.0, 0.0, 5.0], [1.0, 2.0, 4.0]])
+    check_gradients(lambda t: graph.reduce_prod(t, axis=1), x)
+
+
+def test_max_splits_ties_evenly():
+    g = graph.Graph()
+    with g.as_default():
+        x = graph.constant(np.array([[1.0, 3.0, 3.0], [2.0, 1.0, 0.0]]))
+        (gx,) = grad.gradients(graph.reduce_max(x, axis=1), [x])
+    np.testing.assert_array_equal(Session(g).run(gx), [[0, 0.5, 0.5], [1, 0, 0]])
+
+
+ARRAY = {
+    "reshape": lambda x: graph.reshape(x, (4, 3)),
+    "transpose": lambda x: graph.transpose(x, (2, 0, 1)) if x.ndim == 3 else graph.transpose(x),
+    "expand_dims": lambda x: graph.expand_dims(x, (0, 2)),
+    "squeeze": lambda x: graph.squeeze(graph.reshape(x, (1, 3, 4, 1))),
+    "concat": lambda x: graph.concat([x, x * 2.0, x[:1]], axis=0),
+    "concat_axis1": lambda x: graph.concat([x, graph.exp(x)], axis=1),
+    "stack": lambda x: graph.stack([x, x * x], axis=1),
+    "unstack": lambda x: graph.unstack(x)[1] * 3.0,
+    "split": lambda x: graph.split(x, [1], axis=1)[1],
+    "tile": lambda x: graph.tile(x, (2, 1, 3)),
+    "broadcast_to": lambda x: graph.broadcast_to(x[:, :1], (2, 3, 4)),
+    "reduce_to_shape": lambda x: graph.reduce_to_shape(x, (3, 1)),
+    "gather": lambda x: graph.gather(x, graph.constant(np.array([2, 0, 2])), axis=1),
+    "getitem": lambda x: x[1:, None, ::2],
+    "getitem_array": lambda x: x[graph.constant(np.array([0, 2, 0])), 1:],
+    "getitem_mask": lambda x: x[graph.constant(np.array([True, False, True]))],
+    "getitem_scalar_tensor": lambda x: x[graph.constant(np.array(1)) + 1, -1],
+    "fill": lambda x: graph.fill((2, 2), graph.reduce_sum(x)),
+}
+
+
+@pytest.mark.parametrize("name", list(ARRAY))
+def test_array_ops(name):
+    check_gradients(ARRAY[name], any_(3, 4))
+
+
+def test_cast_roundtrip():
+    check_gradients(lambda x: graph.cast(graph.cast(x, np.float32), np.float64) * 2.0, np.array([1.0, 2.0]),
+                    rtol=1e-3, atol=1e-3, eps=1e-3)
