@@ -324,8 +324,6 @@ def concat(values, axis: int = 0, name: str | None = None) -> Tensor:
         if nd == 0:
             raise ShapeError("zero-dimensional tensors cannot be concatenated (use stack)")
         axis = normalize_axis(axis, next(t.shape for t in ts if t.shape is not None), "concatenate axis")
-    elif axis < 0:
-        raise ShapeError("concatenate with a negative axis needs inputs of known rank")
     if len(ts) == 1:
         return ts[0]
     return make_op("Concat", ts, {"axis": axis}, name=name).outputs[0]
@@ -362,8 +360,6 @@ def stack(values, axis: int = 0, name: str | None = None) -> Tensor:
     axis = operator.index(axis)
     if nd is not None:
         axis = normalize_axis(axis, (None,) * (nd + 1), "stack axis")
-    elif axis < 0:
-        raise ShapeError("stack with a negative axis needs inputs of known rank")
     return make_op("Stack", ts, {"axis": axis}, name=name).outputs[0]
 
 
@@ -428,9 +424,7 @@ register_op("Split", _split_infer)
 def split(x, indices_or_sections, axis: int = 0, name: str | None = None) -> list[Tensor]:
     """`np.split(x, indices_or_sections, axis)`: N equal parts, or cut at the given indices."""
     x = convert(x)
-    if x.shape is None:
-        raise ShapeError(f"split needs a tensor of known rank, got {x.name} of unknown shape")
-    axis = normalize_axis(axis, x.shape, "split axis")
+    axis = operator.index(axis) if x.shape is None else normalize_axis(axis, x.shape, "split axis")
     if isinstance(indices_or_sections, (int, np.integer)):
         sections = operator.index(indices_or_sections)
         if sections <= 0:
@@ -525,8 +519,6 @@ def gather(params, indices, axis: int = 0, name: str | None = None) -> Tensor:
     axis = operator.index(axis)
     if params.shape is not None:
         axis = normalize_axis(axis, params.shape, "gather axis")
-    elif axis < 0:
-        raise ShapeError("gather with a negative axis needs params of known rank")
     return make_op("Gather", [params, idx], {"axis": axis}, name=name).outputs[0]
 
 

@@ -16,7 +16,7 @@ from graph.ops import array as A
 from graph.ops import math as M
 from graph.ops import nn as N
 from graph.ops import reduce as R
-from graph.ops._util import convert
+from graph.ops._util import convert, convert_pair
 
 
 UFUNCS = {
@@ -117,7 +117,7 @@ def _stat(builder):
 def dot(a, b, out=None) -> Tensor:
     """`np.dot` for scalars, vectors and matrices (where it equals matmul or multiplication)."""
     _no_out("np.dot", out)
-    a, b = convert(a), convert(b)
+    a, b = convert_pair(a, b)
     if a.ndim == 0 or b.ndim == 0:
         return M.mul(a, b)
     if a.ndim is None or b.ndim is None or a.ndim > 2 or b.ndim > 2:
