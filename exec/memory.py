@@ -16,17 +16,6 @@ import numpy as np
 CPU = "/cpu:0"
 
 
-class Saved:
-    """One saved value and the bytes it holds on its device."""
-
-    __slots__ = ("value", "nbytes", "swap")
-
-    def __init__(self, value, nbytes: int, swap: bool):
-        self.value = value
-        self.nbytes = nbytes
-        self.swap = swap
-
-
 def nbytes_of(value) -> int:
     """Device bytes a value holds: arrays count, handles (TensorArrays, stacks) do not."""
     if isinstance(value, (np.ndarray, np.generic)):
@@ -36,7 +25,11 @@ def nbytes_of(value) -> int:
 
 
 class MemoryManager:
-    """Accounts for (and, on accelerators, places) values saved during runs."""
+    """Accounts for (and, on accelerators, places) values saved during runs.
+
+    `save(value, swap) -> token` keeps a value until `restore(token)` hands it
+    back (and releases it) or `free(token)` drops it. Tokens are opaque.
+    """
 
     def __init__(self, device: str = CPU):
         self.device = device
@@ -46,7 +39,7 @@ class MemoryManager:
         self.saves = 0
         self.swappable_bytes = 0
 
-    def save(self, value, swap: bool = False) -> Saved:
+    def save(self, value, swap: bool = False):
         """Keeps `value` until `restore`/`free`; `swap` allows moving it to host memory."""
         n = nbytes_of(value)
         with self._lock:
@@ -56,22 +49,19 @@ class MemoryManager:
                 self.swappable_bytes += n
             if self.bytes_in_use > self.peak_bytes:
                 self.peak_bytes = self.bytes_in_use
-        return Saved(value, n, swap)
+        return (value, n, swap)
 
-    def restore(self, saved: Saved):
+    def restore(self, token):
         """The saved value, back on the device; its memory is released."""
-        value = saved.value
-        self.free(saved)
-        return value
+        self.free(token)
+        return token[0]
 
-    def free(self, saved: Saved) -> None:
-        if saved.value is None:
-            return
+    def free(self, token) -> None:
+        _, n, swap = token
         with self._lock:
-            self.bytes_in_use -= saved.nbytes
-            if saved.swap:
-                self.swappable_bytes -= saved.nbytes
-        saved.value = None
+            self.bytes_in_use -= n
+            if swap:
+                self.swappable_bytes -= n
 
     def reset_peak(self) -> None:
         """Starts a new peak measurement from the bytes in use now."""
@@ -85,14 +75,14 @@ class MemoryManager:
                     "saves": self.saves, "swappable_bytes": self.swappable_bytes}
 
 
-_lock = threading.Lock()
+_create_lock = threading.Lock()
 
 
 def memory_manager(rt) -> MemoryManager:
     """The runtime's memory manager, created on first use."""
     mm = rt.memory
     if mm is None:
-        with _lock:
+        with _create_lock:
             if rt.memory is None:
                 rt.memory = MemoryManager()
             mm = rt.memory

@@ -33,8 +33,7 @@ import numpy as np
 from graph.control_flow.cond import cond
 from graph.control_flow.while_loop import while_loop
 from graph.errors import GraphError
-from graph.ops._util import constant
-from graph.ops.math import add, less, sub
+from graph.ops.math import greater_equal, sub
 from grad import saved as _saved
 from grad.backprop import add_n, backprop_region, conform, variable_of
 
@@ -100,18 +99,18 @@ def while_grad(state, loop, grads, var_grads) -> None:
     consts = [(c, e) for c, e in loop.constant_enters.items() if state.is_active(e)]
     reads = _group_reads(state, state.index.reads_within(loop))
     counter = _saved.counter_for(loop)
-    trip_count = state.resolve(counter.exit)
+    last = sub(state.resolve(counter.exit), np.int64(1))
     init = [seeds[k] if seeds[k] is not None else state.zeros_like(exits[k]) for k in ks]
     init += [state.zeros_like(c) for c, _ in consts]
     init += [state.zeros_like(rs[0].outputs[0]) for _, rs in reads]
     built = []
 
-    def body(j, *acc):
+    def body(index, *acc):
+        # `index` is the forward iteration this backward iteration undoes: N-1, N-2, ..., 0
         built.append(graph.context)
         if len(built) > 1:
             raise GraphError("gradients: internal error: a gradient loop was traced twice "
                              "(its loop variables changed shape)")
-        index = sub(sub(trip_count, np.int64(1)), j)
         with state.reversing(loop, graph.context, counter, index):
             gx, rest = acc[:len(ks)], acc[len(ks):]
             body_seeds = {}
@@ -130,9 +129,9 @@ def while_grad(state, loop, grads, var_grads) -> None:
             for (var, _), a in zip(reads, rest[len(consts):], strict=True):
                 g = _sum(bvars.get(var, []))
                 new.append(a if g is None else add_n([a, g]))
-        return (add(j, np.int64(1)), *new)
+        return (sub(index, np.int64(1)), *new)
 
-    res = while_loop(lambda j, *acc: less(j, trip_count), body, (constant(np.int64(0)), *init),
+    res = while_loop(lambda index, *acc: greater_equal(index, np.int64(0)), body, (last, *init),
                      parallel_iterations=loop.parallel_iterations, swap_memory=loop.swap_memory,
                      name="while_grad")
     state.loop_built(built[0])

@@ -255,7 +255,7 @@ def _matmul_grad(op, g):
     if a_fwd.ndim == 1:
         g2 = expand_dims(g, -2)  # (..., 1, n)
         if op.needs(0):
-            ga = _vector_grad(m.matmul(g2, _swap_last(op.inputs[1])), op, 0, row=True)
+            ga = _vector_grad(m.matmul(g2, op.outside(_swap_last, op.inputs[1])), op, 0, row=True)
         if op.needs(1):
             gb = _reduce_to(m.matmul(expand_dims(op.inputs[0], -1), g2), op, 1)
         return [ga, gb]
@@ -264,12 +264,12 @@ def _matmul_grad(op, g):
         if op.needs(0):
             ga = _reduce_to(m.matmul(g2, expand_dims(op.inputs[1], 0)), op, 0)
         if op.needs(1):
-            gb = _vector_grad(m.matmul(_swap_last(op.inputs[0]), g2), op, 1, row=False)
+            gb = _vector_grad(m.matmul(op.outside(_swap_last, op.inputs[0]), g2), op, 1, row=False)
         return [ga, gb]
     if op.needs(0):
-        ga = _reduce_to(m.matmul(g, _swap_last(op.inputs[1])), op, 0)
+        ga = _reduce_to(m.matmul(g, op.outside(_swap_last, op.inputs[1])), op, 0)
     if op.needs(1):
-        gb = _reduce_to(m.matmul(_swap_last(op.inputs[0]), g), op, 1)
+        gb = _reduce_to(m.matmul(op.outside(_swap_last, op.inputs[0]), g), op, 1)
     return [ga, gb]
 
 

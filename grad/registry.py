@@ -105,6 +105,11 @@ class GradOp:
         """Whether input i's gradient is wanted (it is on a path from some x to some y)."""
         return self._state.is_active(self.node.inputs[i])
 
+    def outside(self, fn, *ts: Tensor):
+        """`fn(*ts)` built where the (resolved) values `ts` live, e.g. a transpose of a weight
+        computed once outside the gradient loop instead of in every iteration."""
+        return self._state.outside(fn, *ts)
+
     def input_shape(self, i: int) -> Tensor:
         """Input i's shape as an int64 vector (a constant when static; never saves the value)."""
         return self._state.resolve_shape(self.node.inputs[i])

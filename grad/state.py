@@ -111,6 +111,18 @@ class GradState:
             return self._popped(t, ctx)
         return self._imported(t, ctx)
 
+    def outside(self, fn, *ts: Tensor):
+        """`fn(*ts)` for values visible here, built in the innermost context they come from:
+        work that depends only on loop constants is done once, not in every backward iteration."""
+        where = {id(self.value_context(t)) for t in ts}
+        target = None
+        for c in ancestors(self.graph.context):
+            if id(c) in where:
+                target = c
+                break
+        with self.graph._in_context(target):
+            return fn(*ts)
+
     def _mirror(self, ctx):
         b = self.mirror.get(ctx)
         if b is None or not self.visible(b):

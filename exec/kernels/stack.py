@@ -6,7 +6,7 @@ from exec.memory import MemoryManager, memory_manager
 
 
 class Stack:
-    """The run-time object behind a stack handle: `keys -> Saved` slots."""
+    """The run-time object behind a stack handle: slots `key -> memory-manager token`."""
 
     __slots__ = ("name", "memory", "slots", "__weakref__")
 
@@ -15,32 +15,33 @@ class Stack:
         self.memory = memory
         self.slots: dict = {}
 
-    def push(self, key: tuple, value, swap: bool) -> None:
-        if key in self.slots:
+    def push(self, key, value, swap: bool) -> None:
+        slots = self.slots
+        if key in slots:
             raise RuntimeError(f"stack {self.name!r}: a value for iteration {_fmt(key)} was already saved")
-        self.slots[key] = self.memory.save(value, swap)
+        slots[key] = self.memory.save(value, swap)
 
-    def pop(self, key: tuple):
-        saved = self.slots.pop(key, None)
-        if saved is None:
+    def pop(self, key):
+        token = self.slots.pop(key, None)
+        if token is None:
             raise RuntimeError(f"stack {self.name!r}: no value was saved for iteration {_fmt(key)} "
                                f"({len(self.slots)} slots held)")
-        return self.memory.restore(saved)
+        return self.memory.restore(token)
 
     def __len__(self) -> int:
         return len(self.slots)
 
     def __del__(self):
         # values pushed but never popped (a run that fetched only part of a gradient)
-        for saved in self.slots.values():
-            self.memory.free(saved)
+        for token in self.slots.values():
+            self.memory.free(token)
 
     def __repr__(self) -> str:
         return f"<Stack {self.name}: {len(self.slots)} slots>"
 
 
-def _fmt(key: tuple) -> str:
-    return ", ".join(str(k) for k in key) if key else "(top level)"
+def _fmt(key) -> str:
+    return ", ".join(str(k) for k in key) if isinstance(key, tuple) else str(key)
 
 
 @kernel("StackNew")
@@ -52,18 +53,29 @@ def _new(node, rt):
     return new
 
 
+# A slot key is the int index for one enclosing loop, else the tuple of indices
+# (pushes and pops of one stack always have the same number of keys).
+
 @kernel("StackPush")
 def _push(node, rt):
     swap = node.attrs["swap_memory"]
+    if len(node.inputs) == 3:
+        def push1(stack, value, key):
+            stack.push(int(key), value, swap)
+        return push1
 
     def push(stack, value, *keys):
-        stack.push(tuple(int(k) for k in keys), value, swap)
-        return None
+        stack.push(tuple(map(int, keys)), value, swap)
     return push
 
 
 @kernel("StackPop")
 def _pop(node, rt):
+    if len(node.inputs) == 2:
+        def pop1(stack, key):
+            return stack.pop(int(key))
+        return pop1
+
     def pop(stack, *keys):
-        return stack.pop(tuple(int(k) for k in keys))
+        return stack.pop(tuple(map(int, keys)))
     return pop

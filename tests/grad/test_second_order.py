@@ -1,0 +1,91 @@
+"""Gradients of gradients through cond and while loops (Hessians, Hessian-vector products)."""
+from fractions import Fraction
+
+import numpy as np
+import pytest
+
+import graph
+import grad
+from exec import Session
+from tests.grad.test_reference import CASES, X0, W0
+
+
+class Jet:
+    """(f, f', f'') over exact fractions; `v` lists are the vector x, scalars the parameter w."""
+
+    def __init__(self, v, d, dd):
+        self.v, self.d, self.dd = v, d, dd
+
+    def __mul__(self, o):  # vector * scalar
+        return Jet([a * o.v for a in self.v], [a * o.d + da * o.v for a, da in zip(self.v, self.d)],
+                   [a * o.dd + 2 * da * o.d + dda * o.v for a, da, dda in zip(self.v, self.d, self.dd)])
+
+    def __add__(self, o):  # vector + scalar
+        return Jet([a + o.v for a in self.v], [da + o.d for da in self.d], [dda + o.dd for dda in self.dd])
+
+    def sum(self):
+        return sum(self.v), sum(self.d), sum(self.dd)
+
+
+def _exact_second(program):
+    z = [Fraction(0)] * 3
+    return program(Jet([Fraction(v) for v in X0], z, z), Jet(Fraction(W0), Fraction(1), Fraction(0)))[2]
+
+
+@pytest.mark.parametrize("par", [1, 32])
+@pytest.mark.parametrize("case", list(CASES))
+def test_second_derivative_through_data_dependent_loops(case, par):
+    ref, build = CASES[case]
+    want = _exact_second(ref)
+    g = graph.Graph()
+    with g.as_default():
+        w = graph.placeholder(np.float64, (), name="w")
+        loss = build(graph.constant(np.array(X0)), w, par)
+        (gw,) = grad.gradients(loss, [w])
+        (hw,) = grad.gradients(gw, [w])
+    assert Session(g).run(hw, {w: W0}) == pytest.approx(float(want), rel=1e-13)
+
+
+def test_hessian_vector_product_through_a_loop_with_a_cond():
+    rng = np.random.default_rng(5)
+    W0_, x0, v0 = rng.normal(size=(3, 3)) * 0.4, rng.normal(size=(3,)), rng.normal(size=(3, 3))
+    g = graph.Graph()
+    with g.as_default():
+        W = graph.placeholder(np.float64, (3, 3), name="W")
+        v = graph.placeholder(np.float64, (3, 3), name="v")
+
+        def body(i, h):
+            pre = graph.matmul(W, h)
+            return i + 1, graph.cond(graph.reduce_sum(pre) > 0.0, lambda: graph.tanh(pre), lambda: pre * 0.5 + h)
+        _, h = graph.while_loop(lambda i, h: i < 5, body, (graph.constant(0), graph.constant(x0)))
+        loss = graph.reduce_sum(h * h)
+        (gW,) = grad.gradients(loss, [W])
+        (hvp,) = grad.gradients(graph.reduce_sum(gW * v), [W])
+    sess = Session(g)
+    got = sess.run(hvp, {W: W0_, v: v0})
+    eps = 1e-6
+    want = (sess.run(gW, {W: W0_ + eps * v0}) - sess.run(gW, {W: W0_ - eps * v0})) / (2 * eps)
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-7)
+
+
+def test_second_order_of_a_nested_loop_is_independent_of_parallel_iterations():
+    outs = []
+    for par in (1, 2, 32):
+        g = graph.Graph()
+        with g.as_default():
+            w = graph.placeholder(np.float64, (2,), name="w")
+
+            def outer(i, x):
+                def inner(j, y):
+                    return j + 1, graph.sin(y * w) + y
+                _, x = graph.while_loop(lambda j, y: j < i + 1, inner, (graph.constant(0), x),
+                                        parallel_iterations=par)
+                return i + 1, x * 0.8
+            _, x = graph.while_loop(lambda i, x: i < 3, outer, (graph.constant(0), graph.constant(np.array([0.3, 0.5]))),
+                                    parallel_iterations=par)
+            (gw,) = grad.gradients(graph.reduce_sum(x * x), [w])
+            (hw,) = grad.gradients(gw[0], [w])
+        outs.append(Session(g).run([gw, hw], {w: np.array([0.7, -0.4])}))
+    for o in outs[1:]:
+        np.testing.assert_array_equal(o[0], outs[0][0])
+        np.testing.assert_array_equal(o[1], outs[0][1])
