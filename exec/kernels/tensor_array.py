@@ -59,29 +59,33 @@ class TensorArrayValue:
         return self.elements[i]
 
     def stack(self):
-        missing = [k for k, e in enumerate(self.elements) if e is None]
-        if missing:
-            if self.accumulate and self.elements and len(missing) < len(self.elements):
-                like = next(e for e in self.elements if e is not None)
-                return np.stack([np.zeros_like(like) if e is None else e for e in self.elements])
-            if not self.elements or len(missing) == len(self.elements):
-                shape = self.element_shape
-                if shape is None or None in shape:
-                    if not self.elements:
-                        raise ValueError(f"cannot stack empty TensorArray {self.name!r}: its element shape "
-                                         "is unknown (give element_shape=)")
-                    raise ValueError(f"TensorArray {self.name!r}: elements {missing[:5]} were never written")
-                if not self.elements or self.accumulate:
-                    return np.zeros((len(self.elements), *shape), self.dtype)
+        elements = self.elements
+        missing = [k for k, e in enumerate(elements) if e is None]
+        if self.accumulate and missing:
+            # gradient arrays: an element no read contributed to is a zero gradient
+            elements = [self._zero() if e is None else e for e in elements]
+        elif missing:
             raise ValueError(f"TensorArray {self.name!r}: elements {missing[:5]} were never written")
-        if not self.elements:
-            return np.zeros((0, *(self.element_shape or ())), self.dtype)
+        if not elements:
+            shape = self.element_shape
+            if shape is None or None in shape:
+                raise ValueError(f"cannot stack empty TensorArray {self.name!r}: its element shape is unknown "
+                                 "(give element_shape= when creating it)")
+            return np.zeros((0, *shape), self.dtype)
         try:
-            return np.stack(self.elements)
+            return np.stack(elements)
         except ValueError:
-            shapes = sorted({e.shape for e in self.elements})
+            shapes = sorted({e.shape for e in elements})
             raise ValueError(f"cannot stack TensorArray {self.name!r}: its elements have different shapes "
                              f"{shapes[:4]}") from None
+
+    def _zero(self):
+        like = next((e for e in self.elements if e is not None), None)
+        if like is not None:
+            return np.zeros_like(like)
+        if self.element_shape is None or None in self.element_shape:
+            raise ValueError(f"TensorArray {self.name!r}: nothing was written and the element shape is unknown")
+        return np.zeros(self.element_shape, self.dtype)
 
 
 def _spec_shape(spec):
