@@ -16,9 +16,9 @@ LOOP_PLUMBING = frozenset({"Enter", "Merge", "Switch", "NextIteration", "LoopCon
 
 
 def differentiable_dtype(t: Tensor) -> bool:
-    """Floating and complex values carry gradients; so do variant handles (TensorArray flows)."""
+    """Floating-point values carry gradients; so do variant handles (TensorArray flows)."""
     kind = t.dtype.kind
-    return kind in "fcV"
+    return kind in "fV"
 
 
 def ancestors(ctx):

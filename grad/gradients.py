@@ -9,7 +9,7 @@ from graph.errors import GraphError
 from graph.ops._util import convert
 from grad.analysis import GraphIndex, ancestors, differentiable_dtype, is_within
 from grad.backprop import add_n, backprop_region, conform, variable_of
-from grad.state import GradState, check_visible_from
+from grad.state import GradState
 
 
 def gradients(ys, xs, grad_ys=None, unconnected: str = "zero", name: str = "gradients"):
@@ -58,6 +58,14 @@ def gradients(ys, xs, grad_ys=None, unconnected: str = "zero", name: str = "grad
         out = [_result(x, inner, outer, grads, var_grads, state, unconnected)
                for x, (inner, outer) in zip(x_list, targets, strict=True)]
     return nest.pack_as(xs, out)
+
+
+def check_visible_from(t: Tensor, top, what: str) -> None:
+    ctx = t.node.context
+    if not (ctx is None or any(c is ctx for c in ancestors(top))):
+        raise GraphError(f"gradients: {what} {t.name} was built inside {ctx.describe()}, which is not where "
+                         "gradients() is called; call gradients() inside that branch/loop body, or "
+                         "differentiate a value that leaves it (a cond output or loop variable)")
 
 
 def _seeds(y_list, grad_ys) -> list:

@@ -23,7 +23,7 @@ import numpy as np
 
 from graph import dtypes as _dt
 from graph import shapes as _sh
-from graph.control_flow.contexts import CondContext, WhileContext
+from graph.control_flow.contexts import WhileContext
 from graph.control_flow.stack import stack_new, stack_pop
 from graph.core import Node, Tensor, route
 from graph.errors import GraphError
@@ -274,14 +274,3 @@ def _shape_source(t: Tensor, index: GraphIndex) -> Tensor:
 
 def _short(t: Tensor) -> str:
     return t.node.name.rsplit("/", 1)[-1]
-
-
-def check_visible_from(t: Tensor, top, what: str) -> None:
-    ctx = t.node.context
-    if not (ctx is None or any(c is ctx for c in ancestors(top))):
-        raise GraphError(f"gradients: {what} {t.name} was built inside {ctx.describe()}, which is not where "
-                         "gradients() is called; call gradients() inside that branch/loop body, or "
-                         "differentiate a value that leaves it (a cond output or loop variable)")
-
-
-__all__ = ["GradState", "LoopRecord", "GradientStack", "check_visible_from", "is_within", "CondContext"]

@@ -235,3 +235,45 @@ def test_op_without_gradient_rule_names_the_op():
     y = make_op("TestOpWithoutGradient", [x]).outputs[0]
     with pytest.raises(GraphError, match="no gradient is defined for op TestOpWithoutGradient"):
         grad.gradients(y, [x])
+
+
+def test_tensor_array_recurrence_reads_what_earlier_iterations_wrote():
+    def fn(x, w):
+        ta = graph.TensorArray(np.float64, size=None, element_shape=(2,)).write(0, x)
+
+        def body(i, ta):
+            prev = ta.read(i - 1)
+            return i + 1, ta.write(i, graph.tanh(prev * w) + prev * 0.5)
+        _, ta = graph.while_loop(lambda i, ta: i < 5, body, (graph.constant(1), ta))
+        return ta.stack()
+    check_gradients(fn, np.array([0.5, -0.3]), np.array([1.1, 0.8]))
+
+
+def test_tensor_array_read_inside_a_cond_inside_a_loop():
+    def fn(x, w):
+        ta = graph.TensorArray(np.float64, size=4, element_shape=(2,)).unstack(x)
+
+        def body(i, acc):
+            e = ta.read(i)
+            return i + 1, graph.cond(S(e) > 0, lambda: acc + e * w, lambda: acc * w)
+        _, acc = graph.while_loop(lambda i, acc: i < 4, body, (graph.constant(0), graph.zeros((2,))))
+        return acc + S(ta.gather(graph.constant(np.array([3, 1]))), axis=0)
+    check_gradients(fn, np.array([[0.5, -0.3], [-1, -2], [0.2, 0.1], [1, 1.]]), np.array([1.1, 0.8]))
+
+
+def test_loop_variable_whose_shape_grows():
+    def fn(x, w):
+        _, y = graph.while_loop(lambda i, y: i < 3, lambda i, y: (i + 1, graph.concat([y, y[:1] * w])),
+                                (graph.constant(0), x))
+        return y
+    check_gradients(fn, np.array([0.5, 1.0]), np.array([1.3]))
+
+
+def test_loop_over_a_dynamically_shaped_input():
+    x = graph.placeholder(np.float64, (None, 2))
+    w = graph.placeholder(np.float64, (2,))
+    _, y = graph.while_loop(lambda i, y: i < 3, lambda i, y: (i + 1, y * w + S(y)), (graph.constant(0), x))
+    gx, gw = grad.gradients(S(y), [x, w])
+    out = run([gx, gw], {x: np.ones((3, 2)), w: np.array([0.5, 2.0])})
+    np.testing.assert_allclose(out[0], np.tile([342.125, 437.75], (3, 1)))
+    np.testing.assert_allclose(out[1], [407.25, 549.0])
