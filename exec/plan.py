@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from graph import shapes as _sh
 from graph.core import Node, Tensor
 from exec import kernels as _kernels
+from exec.devices import check_local
 
 # node kinds
 NORMAL, MULTI, SWITCH, MERGE, LOOP_MERGE, ENTER, EXIT, NEXT, ASYNC = range(9)
@@ -89,6 +90,7 @@ def build_plan(graph, fetches: list[Tensor], targets: list[Node], feeds: list[Te
             fn[i] = _identity
             plan.feeds.append((i, feed_index[n]))
             continue
+        check_local(n)
         k = _kind(n)
         kind[i] = k
         if k not in SINGLE_OUTPUT_KINDS:

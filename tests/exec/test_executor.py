@@ -170,3 +170,16 @@ def test_no_progress_is_reported_not_hung():
     plan.sources.clear()  # nothing can ever start
     with pytest.raises(NoProgressError, match="cannot make progress"):
         execute(plan, [])
+
+
+def test_device_strings_are_checked():
+    from exec.devices import parse_device
+    assert str(parse_device("/job:worker/task:1/gpu:0")) == "/job:worker/task:1/gpu:0"
+    with pytest.raises(ValueError, match="bad device name"):
+        parse_device("gpu0")
+    g = G.Graph()
+    with g.as_default():
+        with G.device("/gpu:0"):
+            y = G.add(G.constant(1.0), 2.0)
+    with pytest.raises(ValueError, match="only has CPU kernels"):
+        Session(g).run(y)
