@@ -26,7 +26,7 @@ def _store(var, new) -> np.ndarray:
 def _read(node, rt):
     var = node.attrs["variable"]
 
-    def read():
+    def read(*_):  # a single control input may be delivered as an argument
         return _out(var.value)
     return read
 

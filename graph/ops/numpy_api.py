@@ -66,6 +66,8 @@ def array_ufunc(self, ufunc, method, *inputs, **kwargs):
     if out is not None and any(o is not None for o in out):
         _no_out(name, out)
     dtype = kwargs.pop("dtype", None)
+    if method == "reduce":
+        axis, keepdims = kwargs.pop("axis", 0), kwargs.pop("keepdims", False)
     _unsupported_kwargs(name, kwargs, {"casting": "same_kind", "order": "K", "subok": True, "where": True})
     if method == "__call__":
         builder = UFUNCS.get(ufunc)
@@ -76,8 +78,8 @@ def array_ufunc(self, ufunc, method, *inputs, **kwargs):
             inputs = [M.cast(convert(x), dtype) for x in inputs]
         return builder(*inputs)
     if method == "reduce" and ufunc in UFUNC_REDUCTIONS:
-        axis = kwargs.pop("axis", 0) if "axis" in kwargs else 0
-        return UFUNC_REDUCTIONS[ufunc](inputs[0], axis, dtype=dtype)
+        x = convert(inputs[0]) if dtype is None else M.cast(convert(inputs[0]), dtype)
+        return UFUNC_REDUCTIONS[ufunc](x, axis, keepdims)
     raise TypeError(f"{name}.{method} is not supported on graph tensors")
 
 
