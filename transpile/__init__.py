@@ -1,1 +1,15 @@
-"""placeholder"""
+"""Plain Python functions with if/while/for turned into graphs with in-graph control flow.
+
+`@transpile.function` converts a function's control flow (AutoGraph-style:
+source -> static analyses -> converters -> calls to `transpile.operators`),
+traces a graph per input signature and runs it with the executor.
+`transpile.convert(fn)` gives the converted Python function and
+`transpile.to_code(fn)` its source.
+"""
+from transpile.api import Function, convert, do_not_convert, function, to_code
+from transpile.errors import ConversionError
+from transpile.operators import StagingError
+from transpile.values import ConditionallyDefinedError
+
+__all__ = ["function", "Function", "convert", "to_code", "do_not_convert", "ConversionError", "StagingError",
+           "ConditionallyDefinedError"]

@@ -1,1 +1,30 @@
-"""placeholder"""
+"""Static analyses over gast functions: CFG, activity, reaching definitions, liveness."""
+from __future__ import annotations
+
+import gast
+
+from transpile import anno
+from transpile.liveness import activity, cfg, liveness, reaching_definitions
+from transpile.liveness.qual_names import QN
+
+_FUNCTIONS = (gast.FunctionDef, gast.AsyncFunctionDef)
+
+
+def analyze(fn_node) -> activity.Scope:
+    """Runs every analysis on a function and the functions nested in it.
+
+    Afterwards each statement carries SCOPE, LIVE_IN, LIVE_OUT, DEFINED_IN and
+    MAYBE_DEFINED_IN annotations; compound statements also BODY_SCOPE /
+    ORELSE_SCOPE. Returns the function's own Scope.
+    """
+    scope = activity.analyze(fn_node)
+    for node in gast.walk(fn_node):
+        if isinstance(node, _FUNCTIONS):
+            fn_scope = anno.get_anno(node, activity.FUNCTION_SCOPE)
+            graph = cfg.build(node)
+            reaching_definitions.analyze(node, graph, fn_scope.params)
+            liveness.analyze(node, graph)
+    return scope
+
+
+__all__ = ["analyze", "activity", "cfg", "liveness", "reaching_definitions", "QN"]

@@ -1,0 +1,500 @@
+"""Public API: `function` (convert, trace per signature, run), `convert`, `to_code`."""
+from __future__ import annotations
+
+import functools
+import inspect
+import logging
+import threading
+import types
+import warnings
+import weakref
+from dataclasses import dataclass, field
+
+import numpy as np
+
+import graph
+from exec import Session
+from graph import nest
+from graph.core import Tensor
+from transpile import conversion, operators
+
+logger = logging.getLogger("transpile")
+
+_code_cache: dict = {}
+_fn_cache: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+_cache_lock = threading.RLock()
+_RETRACE_WARNING_AFTER = 8
+
+
+# --------------------------------------------------------------------------- conversion
+
+def _unwrap(fn):
+    if isinstance(fn, Function):
+        return fn.python_function
+    return fn
+
+
+def converted_function(fn):
+    """The converted version of Python function `fn` (cached per function; conversion per code)."""
+    with _cache_lock:
+        cached = _fn_cache.get(fn)
+        if cached is not None:
+            return cached
+        converted = _code_cache.get(fn.__code__)
+        if converted is None:
+            converted = conversion.convert_function(fn)
+            _code_cache[fn.__code__] = converted
+        new = converted.instantiate(fn, operators.namespace)
+        _fn_cache[fn] = new
+        return new
+
+
+def convert(fn):
+    """The converted Python function: control flow on graph tensors builds graph control flow.
+
+    Called with Python and numpy values it behaves like `fn`. Accepts functions,
+    lambdas, bound methods and `transpile.function` objects.
+    """
+    fn = _unwrap(fn)
+    if isinstance(fn, types.MethodType):
+        return types.MethodType(convert(fn.__func__), fn.__self__)
+    if not isinstance(fn, types.FunctionType):
+        raise TypeError(f"transpile.convert needs a Python function, got {type(fn).__name__}")
+    return converted_function(fn)
+
+
+def to_code(fn) -> str:
+    """The source of the converted function (what runs; `ag` is transpile.operators' namespace)."""
+    fn = _unwrap(fn)
+    if isinstance(fn, types.MethodType):
+        fn = fn.__func__
+    convert(fn)
+    return _code_cache[fn.__code__].source
+
+
+def do_not_convert(fn):
+    """Marks a function to be called as it is from converted code (never converted)."""
+    fn.__transpile_do_not_convert__ = True
+    return fn
+
+
+# --------------------------------------------------------------------------- signatures
+
+@dataclass(frozen=True, slots=True)
+class _ArgSpec:
+    """How one argument leaf enters a trace: a graph input (dtype, shape) or a fixed value."""
+
+    kind: str           # "input", "static", "object", "variable"
+    dtype: object = None
+    shape: tuple = ()
+    value: object = None
+
+    def describe(self) -> str:
+        if self.kind == "input":
+            return f"{self.dtype}[{','.join(str(d) for d in self.shape)}]"
+        if self.kind == "static":
+            return f"static {self.value!r}"
+        if self.kind == "variable":
+            return f"Variable {self.value.name!r}" if hasattr(self.value, "name") else "Variable"
+        return f"object {type(self.value).__name__} at {id(self.value):#x}"
+
+    def key(self):
+        if self.kind == "input":
+            return ("input", str(self.dtype), self.shape)
+        if self.kind == "static":
+            return ("static", type(self.value).__name__, self.value)
+        return (self.kind, id(self.value))
+
+
+def _leaf_spec(value, static: bool) -> _ArgSpec:
+    if isinstance(value, Tensor):
+        raise TypeError("a graph tensor cannot be passed to a transpile.function from outside a trace")
+    if getattr(value, "is_variable", False):
+        return _ArgSpec("variable", value=value)
+    if not static:
+        if isinstance(value, (bool, int, float, complex)) and not isinstance(value, np.generic):
+            dtype = graph.dtypes.dtype_of_python_scalar(value)
+            return _ArgSpec("input", dtype, ())
+        if isinstance(value, (np.ndarray, np.generic)) and value.dtype.kind in "biufc":
+            return _ArgSpec("input", value.dtype, tuple(value.shape))
+    try:
+        hash(value)
+    except TypeError:
+        return _ArgSpec("object", value=value)
+    return _ArgSpec("static", value=value)
+
+
+def _structure_specs(value, static: bool):
+    """(structure, leaf specs) of one argument; containers are walked, leaves classified."""
+    if isinstance(value, (list, tuple, dict)) and not static:
+        leaves = nest.flatten(value)
+        return value, [_leaf_spec(v, False) for v in leaves]
+    return None, [_leaf_spec(value, static)]
+
+
+def _structure_key(structure):
+    if structure is None:
+        return None
+    if isinstance(structure, dict):
+        return ("dict", tuple((k, _structure_key(v)) for k, v in sorted(structure.items(), key=lambda kv: str(kv[0]))))
+    if isinstance(structure, (list, tuple)):
+        return (type(structure).__name__, tuple(_structure_key(v) for v in structure))
+    return "*"
+
+
+@dataclass
+class _Signature:
+    names: list                 # parameter names (with *args / **kwargs expanded)
+    structures: list
+    specs: list                 # per parameter: list of _ArgSpec
+    key: tuple = ()
+
+    @classmethod
+    def build(cls, bound: inspect.BoundArguments, static_argnames) -> "_Signature":
+        names, structures, specs = [], [], []
+        for name, value in bound.arguments.items():
+            kind = bound.signature.parameters[name].kind
+            if kind is inspect.Parameter.VAR_POSITIONAL:
+                items = [(f"{name}[{i}]", v) for i, v in enumerate(value)]
+            elif kind is inspect.Parameter.VAR_KEYWORD:
+                items = [(f"{name}[{k!r}]", v) for k, v in value.items()]
+            else:
+                items = [(name, value)]
+            for label, v in items:
+                structure, leaf_specs = _structure_specs(v, name in static_argnames)
+                names.append(label)
+                structures.append(structure)
+                specs.append(leaf_specs)
+        sig = cls(names, structures, specs)
+        sig.key = tuple((n, _structure_key(s), tuple(x.key() for x in sp))
+                        for n, s, sp in zip(names, structures, specs, strict=True))
+        return sig
+
+    def describe(self, i: int) -> str:
+        structure, specs = self.structures[i], self.specs[i]
+        if structure is None:
+            return specs[0].describe()
+        return f"{nest.structure_description(structure)} of ({', '.join(s.describe() for s in specs)})"
+
+
+def _retrace_report(fn_name: str, old: _Signature, new: _Signature) -> str:
+    changes = []
+    old_by_name = {n: i for i, n in enumerate(old.names)}
+    for i, name in enumerate(new.names):
+        j = old_by_name.get(name)
+        if j is None:
+            changes.append(f"{name}: (absent) -> {new.describe(i)}")
+        elif old.key[j] != new.key[i]:
+            changes.append(f"{name}: {old.describe(j)} -> {new.describe(i)}")
+    for name in old.names:
+        if name not in set(new.names):
+            changes.append(f"{name}: {old.describe(old_by_name[name])} -> (absent)")
+    hints = []
+    if any("static" in c.split("->")[-1] for c in changes):
+        hints.append("a static argument changed value: pass it as a numpy array to make it a graph input")
+    return f"retracing {fn_name}: " + "; ".join(changes) + (f" ({'; '.join(hints)})" if hints else "")
+
+
+# --------------------------------------------------------------------------- variables created in traces
+
+class _VariableScope:
+    """Variables a function creates: made on the first trace, the same objects on later ones."""
+
+    def __init__(self):
+        self.created: list = []
+        self.reusing = False
+        self.index = 0
+        self.reused_ids: set = set()
+
+    def next_existing(self):
+        if self.index >= len(self.created):
+            raise operators.StagingError(
+                "this trace creates more Variables than the function's first trace did; a transpile.function "
+                "creates its Variables once, on its first trace (later traces reuse them in creation order). "
+                "Create Variables outside the function, or on every path of its first call")
+        v = self.created[self.index]
+        self.index += 1
+        self.reused_ids.add(id(v))
+        return v
+
+
+_var_tls = threading.local()
+
+
+def _install_variable_hook() -> None:
+    cls = graph.Variable
+    if cls.__dict__.get("_transpile_hooked"):
+        return
+    original_init = cls.__init__
+
+    def new(klass, *args, **kwargs):
+        scope = getattr(_var_tls, "scope", None)
+        if scope is not None and scope.reusing and klass is cls:
+            return scope.next_existing()
+        return object.__new__(klass)
+
+    def init(self, *args, **kwargs):
+        scope = getattr(_var_tls, "scope", None)
+        if scope is not None and id(self) in scope.reused_ids:
+            return
+        original_init(self, *args, **kwargs)
+        if scope is not None and not scope.reusing:
+            scope.created.append(self)
+
+    cls.__new__ = staticmethod(new)
+    cls.__init__ = init
+    cls._transpile_hooked = True
+
+
+# --------------------------------------------------------------------------- traces
+
+@dataclass
+class _Trace:
+    signature: _Signature
+    graph: object
+    placeholders: list          # per parameter: list of placeholder tensors (None for fixed leaves)
+    output_structure: object
+    fetch_index: list           # per output leaf: index into fetches, or None (a Python value)
+    fetches: list
+    constants: list             # per output leaf: the Python value when not fetched
+    effects: object             # the graph's final effect node (run even when not returned), or None
+    session: object = None
+    keep_alive: list = field(default_factory=list)
+
+
+class Function:
+    """A Python function compiled to a dataflow graph per input signature, run by the executor.
+
+    Calling it converts the function (once), traces a graph for the
+    signature of the arguments (dtype and shape of arrays; Python scalars
+    become graph inputs of numpy's default dtype unless named in
+    `static_argnames`; other values are fixed by value or identity), caches
+    it, runs it and returns numpy values with the function's return structure.
+
+    Variables created inside the function are created on its first trace
+    only; later traces (new signatures) reuse the same objects, in creation
+    order, so their values persist like those of Variables created outside.
+    When a call needs a new trace, `retrace_reports` gets a line saying which
+    argument changed (also logged at DEBUG level on logger "transpile").
+    """
+
+    def __init__(self, fn, static_argnames=(), parallel_iterations: int | None = None):
+        if isinstance(fn, Function):
+            fn = fn.python_function
+        functools.update_wrapper(self, fn)
+        self.python_function = fn
+        self.static_argnames = frozenset([static_argnames] if isinstance(static_argnames, str)
+                                         else static_argnames)
+        self._signature = inspect.signature(fn)
+        unknown = self.static_argnames - set(self._signature.parameters)
+        if unknown:
+            raise TypeError(f"static_argnames names unknown parameters of {fn.__qualname__}: {sorted(unknown)}")
+        self._traces: dict = {}
+        self._last: _Signature | None = None
+        self._variables = _VariableScope()
+        self._lock = threading.RLock()
+        self.retrace_reports: list[str] = []
+
+    # -- calling -----------------------------------------------------------------------------
+    def __get__(self, obj, objtype=None):
+        if obj is None:
+            return self
+        return _BoundFunction(self, obj)
+
+    def __call__(self, *args, **kwargs):
+        if operators._tracing():
+            return self._transpile_inline()(*args, **kwargs)
+        trace = self._trace_for(args, kwargs)
+        return self._run(trace, args, kwargs)
+
+    def _transpile_inline(self):
+        return converted_function(self.python_function)
+
+    def get_graph(self, *args, **kwargs):
+        """The traced graph for these arguments (printable with str() and .to_dot())."""
+        return self._trace_for(args, kwargs).graph
+
+    @property
+    def last_retrace_report(self) -> str | None:
+        return self.retrace_reports[-1] if self.retrace_reports else None
+
+    @property
+    def traces(self) -> int:
+        return len(self._traces)
+
+    # -- tracing -----------------------------------------------------------------------------
+    def _bind(self, args, kwargs) -> _Signature:
+        try:
+            bound = self._signature.bind(*args, **kwargs)
+        except TypeError as e:
+            raise TypeError(f"{self.python_function.__qualname__}(): {e}") from None
+        bound.apply_defaults()
+        return _Signature.build(bound, self.static_argnames), bound
+
+    def _trace_for(self, args, kwargs) -> _Trace:
+        sig, bound = self._bind(args, kwargs)
+        with self._lock:
+            trace = self._traces.get(sig.key)
+            if trace is None:
+                if self._traces:
+                    report = _retrace_report(self.python_function.__qualname__, self._last, sig)
+                    self.retrace_reports.append(report)
+                    logger.debug(report)
+                    if len(self._traces) == _RETRACE_WARNING_AFTER:
+                        warnings.warn(f"{self.python_function.__qualname__} was traced "
+                                      f"{_RETRACE_WARNING_AFTER + 1} times; see its retrace_reports ({report})",
+                                      stacklevel=3)
+                trace = self._trace(sig, bound)
+                self._traces[sig.key] = trace
+            self._last = sig
+            return trace
+
+    def _trace(self, sig: _Signature, bound: inspect.BoundArguments) -> _Trace:
+        _install_variable_hook()
+        converted = converted_function(self.python_function)
+        g = graph.Graph()
+        placeholders = []
+        scope = self._variables
+        scope.reusing, scope.index, scope.reused_ids = bool(scope.created), 0, set()
+        keep_alive = []
+        _var_tls.scope = scope
+        try:
+            with g.as_default(), operators.tracing():
+                call_args, call_kwargs = self._symbolic_arguments(bound, sig, placeholders, keep_alive)
+                out = converted(*call_args, **call_kwargs)
+                out = _finish_outputs(out)
+            effects = g.last_effect(None)
+        finally:
+            _var_tls.scope = None
+            scope.reusing = False
+        leaves = nest.flatten(out) if isinstance(out, (list, tuple, dict)) else [out]
+        fetches, fetch_index, constants = [], [], []
+        for leaf in leaves:
+            if isinstance(leaf, Tensor) or getattr(leaf, "is_variable", False):
+                fetch_index.append(len(fetches))
+                fetches.append(leaf)
+                constants.append(None)
+            else:
+                fetch_index.append(None)
+                constants.append(leaf)
+        trace = _Trace(sig, g, placeholders, out, fetch_index, fetches, constants, effects, keep_alive=keep_alive)
+        trace.session = Session(g)
+        return trace
+
+    def _symbolic_arguments(self, bound, sig, placeholders, keep_alive):
+        values = {}
+        k = 0
+        for name, value in bound.arguments.items():
+            kind = bound.signature.parameters[name].kind
+            if kind is inspect.Parameter.VAR_POSITIONAL:
+                new = []
+                for i, v in enumerate(value):
+                    new.append(self._symbolic(v, sig, k, placeholders, keep_alive))
+                    k += 1
+                values[name] = tuple(new)
+            elif kind is inspect.Parameter.VAR_KEYWORD:
+                new = {}
+                for key, v in value.items():
+                    new[key] = self._symbolic(v, sig, k, placeholders, keep_alive)
+                    k += 1
+                values[name] = new
+            else:
+                values[name] = self._symbolic(value, sig, k, placeholders, keep_alive)
+                k += 1
+        symbolic = inspect.BoundArguments(bound.signature, values)
+        return symbolic.args, symbolic.kwargs
+
+    def _symbolic(self, value, sig, k, placeholders, keep_alive):
+        structure, specs = sig.structures[k], sig.specs[k]
+        label = sig.names[k].replace("[", "_").replace("]", "").replace("'", "")
+        leaves = nest.flatten(value) if structure is not None else [value]
+        phs, out = [], []
+        for i, (leaf, spec) in enumerate(zip(leaves, specs, strict=True)):
+            if spec.kind == "input":
+                name = label if len(specs) == 1 else f"{label}_{i}"
+                ph = graph.placeholder(spec.dtype, spec.shape, name=name)
+                phs.append(ph)
+                out.append(ph)
+            else:
+                phs.append(None)
+                keep_alive.append(leaf)
+                out.append(leaf)
+        placeholders.append(phs)
+        return out[0] if structure is None else nest.pack_as(value, out)
+
+    # -- running -----------------------------------------------------------------------------
+    def _run(self, trace: _Trace, args, kwargs):
+        _, bound = self._bind(args, kwargs)
+        feeds = {}
+        k = 0
+        for name, value in bound.arguments.items():
+            kind = bound.signature.parameters[name].kind
+            items = list(value) if kind is inspect.Parameter.VAR_POSITIONAL else \
+                list(value.values()) if kind is inspect.Parameter.VAR_KEYWORD else [value]
+            for v in items:
+                leaves = nest.flatten(v) if trace.signature.structures[k] is not None else [v]
+                for ph, leaf in zip(trace.placeholders[k], leaves, strict=True):
+                    if ph is not None:
+                        feeds[ph] = leaf
+                k += 1
+        values, _ = trace.session.run((trace.fetches, trace.effects), feeds)
+        leaves = [values[i] if i is not None else c for i, c in zip(trace.fetch_index, trace.constants, strict=True)]
+        out = trace.output_structure
+        if isinstance(out, (list, tuple, dict)):
+            return nest.pack_as(out, leaves)
+        return leaves[0]
+
+    def __repr__(self) -> str:
+        return f"<transpile.function {self.python_function.__qualname__}>"
+
+
+class _BoundFunction:
+    """A transpile.function used as a method: `self` is part of the signature (by identity)."""
+
+    def __init__(self, function: Function, obj):
+        self._function = function
+        self._obj = obj
+        self.python_function = types.MethodType(function.python_function, obj)
+
+    def __call__(self, *args, **kwargs):
+        return self._function(self._obj, *args, **kwargs)
+
+    def get_graph(self, *args, **kwargs):
+        return self._function.get_graph(self._obj, *args, **kwargs)
+
+    def _transpile_inline(self):
+        return types.MethodType(converted_function(self._function.python_function), self._obj)
+
+    def __getattr__(self, name):
+        return getattr(self._function, name)
+
+
+def _finish_outputs(out):
+    """Return values as the caller gets them: stacked lists, checked maybe-undefined values."""
+    def leaf(v):
+        if isinstance(v, operators.MaybeDefined):
+            v = v.read()
+        if isinstance(v, operators.TensorList):
+            return v.stack()
+        if isinstance(v, graph.TensorArray):
+            return v.stack()
+        if isinstance(v, operators.GraphRange):
+            return graph.convert(v)
+        if isinstance(v, conversion_undefined()):
+            raise v.error()
+        return v
+    if isinstance(out, (list, tuple, dict)):
+        return nest.pack_as(out, [leaf(v) for v in nest.flatten(out)])
+    return leaf(out)
+
+
+def conversion_undefined():
+    from transpile.values import Undefined
+    return Undefined
+
+
+def function(fn=None, *, static_argnames=()):
+    """Decorator: `@transpile.function` or `@transpile.function(static_argnames=("n",))`."""
+    if fn is None:
+        return lambda f: Function(f, static_argnames=static_argnames)
+    return Function(fn, static_argnames=static_argnames)

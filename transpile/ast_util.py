@@ -1,0 +1,142 @@
+"""Small builders for gast nodes, and copying the user's source positions onto generated code."""
+from __future__ import annotations
+
+import copy
+
+import gast
+
+_POS = ("lineno", "col_offset", "end_lineno", "end_col_offset")
+
+
+def name(id_: str, ctx=None) -> gast.Name:
+    return gast.Name(id=id_, ctx=ctx or gast.Load(), annotation=None, type_comment=None)
+
+
+def param(id_: str) -> gast.Name:
+    return name(id_, gast.Param())
+
+
+def const(value) -> gast.Constant:
+    return gast.Constant(value=value, kind=None)
+
+
+def attr(base, attr_name: str, ctx=None) -> gast.Attribute:
+    if isinstance(base, str):
+        base = name(base)
+    return gast.Attribute(value=base, attr=attr_name, ctx=ctx or gast.Load())
+
+
+def call(func, args=(), keywords=()) -> gast.Call:
+    if isinstance(func, str):
+        func = name(func)
+    return gast.Call(func=func, args=list(args), keywords=list(keywords))
+
+
+def keyword(arg: str, value) -> gast.keyword:
+    return gast.keyword(arg=arg, value=value)
+
+
+def tuple_(elts, ctx=None) -> gast.Tuple:
+    return gast.Tuple(elts=list(elts), ctx=ctx or gast.Load())
+
+
+def assign(target, value) -> gast.Assign:
+    return gast.Assign(targets=[target], value=value, type_comment=None)
+
+
+def expr_stmt(value) -> gast.Expr:
+    return gast.Expr(value=value)
+
+
+def ret(value) -> gast.Return:
+    return gast.Return(value=value)
+
+
+def pass_(origin) -> gast.Pass:
+    return locate(gast.Pass(), origin)
+
+
+def not_(operand) -> gast.UnaryOp:
+    return gast.UnaryOp(op=gast.Not(), operand=operand)
+
+
+def if_(test, body, orelse=()) -> gast.If:
+    return gast.If(test=test, body=list(body), orelse=list(orelse))
+
+
+def lambda_(body, params=()) -> gast.Lambda:
+    return gast.Lambda(args=arguments([param(p) for p in params]), body=body)
+
+
+def arguments(args) -> gast.arguments:
+    return gast.arguments(args=list(args), posonlyargs=[], vararg=None, kwonlyargs=[], kw_defaults=[],
+                          kwarg=None, defaults=[])
+
+
+def function_def(fn_name: str, params, body) -> gast.FunctionDef:
+    return gast.FunctionDef(name=fn_name, args=arguments([param(p) for p in params]), body=list(body),
+                            decorator_list=[], returns=None, type_comment=None, type_params=[])
+
+
+def with_ctx(node, ctx):
+    """A copy-free retarget of an expression to Load/Store context (recursively for tuples)."""
+    if isinstance(node, (gast.Name, gast.Attribute, gast.Subscript, gast.Starred)):
+        node.ctx = ctx
+    if isinstance(node, (gast.Tuple, gast.List)):
+        node.ctx = ctx
+        for e in node.elts:
+            with_ctx(e, ctx)
+    if isinstance(node, gast.Starred):
+        with_ctx(node.value, ctx)
+    return node
+
+
+def expr_from_qn_text(text: str, ctx=None):
+    """The expression for a (possibly composite) name such as `self.x` or `a[0]`."""
+    node = gast.parse(text, mode="eval").body
+    return with_ctx(node, ctx or gast.Load())
+
+
+def copy_node(node):
+    return copy.deepcopy(node)
+
+
+def locate(tree, origin):
+    """Gives every node in `tree` that has no position the position of `origin`.
+
+    Generated code is compiled with the user's filename, so this is what makes
+    tracebacks and graph node locations point at the user's line.
+    """
+    if origin is None or not hasattr(origin, "lineno"):
+        return tree
+    pos = {k: getattr(origin, k, None) for k in _POS}
+    if pos["end_lineno"] is None:
+        pos["end_lineno"] = pos["lineno"]
+    if pos["end_col_offset"] is None:
+        pos["end_col_offset"] = pos["col_offset"]
+    nodes = tree if isinstance(tree, list) else [tree]
+    for root in nodes:
+        for n in gast.walk(root):
+            if isinstance(n, (gast.expr, gast.stmt, gast.excepthandler)) and getattr(n, "lineno", None) is None:
+                for k, v in pos.items():
+                    setattr(n, k, v)
+    return tree
+
+
+def fill_positions(root) -> None:
+    """Gives nodes still without a position their parent's (like ast.fix_missing_locations)."""
+    def visit(node, parent_pos):
+        if isinstance(node, (gast.expr, gast.stmt, gast.excepthandler)):
+            if getattr(node, "lineno", None) is None:
+                for k, v in zip(_POS, parent_pos, strict=True):
+                    setattr(node, k, v)
+            if getattr(node, "end_lineno", None) is None:
+                node.end_lineno, node.end_col_offset = node.lineno, node.col_offset
+            parent_pos = tuple(getattr(node, k) for k in _POS)
+        for child in gast.iter_child_nodes(node):
+            visit(child, parent_pos)
+    visit(root, (1, 0, 1, 0))
+
+
+def is_docstring(stmt) -> bool:
+    return isinstance(stmt, gast.Expr) and isinstance(stmt.value, gast.Constant) and isinstance(stmt.value.value, str)

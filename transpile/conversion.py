@@ -1,0 +1,220 @@
+"""The conversion pipeline: parse, analyse, run the converters, compile with the user's positions."""
+from __future__ import annotations
+
+import ast
+import copy
+import types
+from dataclasses import dataclass, field
+
+import astor
+import gast
+
+from transpile import anno, ast_util, liveness, parsing
+from transpile.converters import (asserts, break_statements, call_trees, conditional_expressions,
+                                  conditionals, continue_statements, guard_clauses, lists,
+                                  logical_expressions, loops, return_statements, unsupported, variables)
+from transpile.converters.base import Context, walk_same_scope
+from transpile.converters.state import GENERATED_FN
+from transpile.liveness.activity import FUNCTION_SCOPE
+from transpile.naming import Namer
+
+FACTORY = "transpiled_factory"
+
+# code object of a generated function (loop_body, if_true, ...) -> facts for error messages
+GENERATED_CODE: dict = {}
+# code objects of converted user functions (and everything nested in them)
+CONVERTED_CODE: set = set()
+
+
+def metadata_for(fn) -> dict:
+    """What the converters recorded about a generated function (empty for other callables)."""
+    code = getattr(fn, "__code__", None)
+    return GENERATED_CODE.get(code, {}) if code is not None else {}
+
+
+def is_converted_code(code) -> bool:
+    return code in CONVERTED_CODE
+
+
+def _register(code, metadata: dict, filename: str) -> None:
+    todo = [code]
+    while todo:
+        c = todo.pop()
+        CONVERTED_CODE.add(c)
+        meta = metadata.get(c.co_name)
+        if meta is not None:
+            GENERATED_CODE[c] = dict(meta, filename=filename)
+        todo.extend(k for k in c.co_consts if isinstance(k, types.CodeType))
+
+
+@dataclass
+class Converted:
+    """The result of converting one function's source."""
+
+    node: object                # the converted gast FunctionDef / Lambda
+    code: types.CodeType        # the converted function's code object
+    ag_name: str                # the runtime module's name in the code
+    freevars: tuple             # free variables of `code`, in order
+    filename: str
+    metadata: dict = field(default_factory=dict)   # generated function name -> facts
+    source: str = ""
+
+    def instantiate(self, fn, ag_module) -> types.FunctionType:
+        """A function running the converted code with `fn`'s globals, defaults and closure cells."""
+        cells = dict(zip(fn.__code__.co_freevars, fn.__closure__ or (), strict=True))
+        closure = []
+        for name in self.code.co_freevars:
+            if name == self.ag_name:
+                closure.append(types.CellType(ag_module))
+            elif name in cells:
+                closure.append(cells[name])
+            elif name == "__class__":
+                closure.append(types.CellType(None))
+            else:
+                raise RuntimeError(f"converted code needs free variable {name!r} that {fn.__qualname__} lacks")
+        new = types.FunctionType(self.code, fn.__globals__, fn.__name__, fn.__defaults__, tuple(closure) or None)
+        new.__kwdefaults__ = copy.copy(fn.__kwdefaults__)
+        new.__qualname__ = fn.__qualname__
+        new.__module__ = fn.__module__
+        new.__doc__ = fn.__doc__
+        new.__dict__.update(fn.__dict__)
+        new.__wrapped_original__ = fn
+        return new
+
+
+def _nested_generators(fn_node):
+    out = []
+    for n in gast.walk(fn_node):
+        if isinstance(n, (gast.FunctionDef, gast.AsyncFunctionDef)) and n is not fn_node:
+            if any(isinstance(m, (gast.Yield, gast.YieldFrom)) for s in n.body for m in walk_same_scope(s)):
+                out.append(n)
+    return out
+
+
+def _closure_values(fn) -> dict:
+    out = {}
+    for name, cell in zip(fn.__code__.co_freevars, fn.__closure__ or (), strict=True):
+        try:
+            out[name] = cell.cell_contents
+        except ValueError:
+            pass
+    return out
+
+
+def convert_node(node, ctx: Context):
+    """Runs the converters on a gast FunctionDef (or Lambda) in place; returns the new node."""
+    unsupported.check(node, ctx)
+    is_lambda = isinstance(node, gast.Lambda)
+    if is_lambda:
+        # a lambda is converted as a one-line function and turned back into a lambda at the end
+        fn = ast_util.function_def("lambda_", [], [ast_util.ret(node.body)])
+        fn.args = node.args
+        ast_util.locate(fn, node)
+        node = fn
+    generators = {id(g): copy.deepcopy(g.body) for g in _nested_generators(node)}
+    for step in (guard_clauses, return_statements, break_statements, continue_statements, asserts, lists):
+        node = step.transform(node, ctx)
+    liveness.analyze(node)
+    node = call_trees.transform(node, ctx)
+    variables.mark_maybe_undefined(node, ctx)
+    for step in (conditionals, loops):
+        node = step.transform(node, ctx)
+    _declare_outer_names(node)
+    for step in (conditional_expressions, logical_expressions, variables):
+        node = step.transform(node, ctx)
+    for g in gast.walk(node):
+        if id(g) in generators:
+            g.body = generators[id(g)]
+    if is_lambda:
+        lam = gast.Lambda(args=node.args, body=node.body[0].value)
+        ast_util.locate(lam, node)
+        return lam
+    return node
+
+
+def _declare_outer_names(fn_node) -> None:
+    """Generated functions that assign a captured, nonlocal or global name of their user function
+    declare it (`nonlocal x` / `global x`), so closures keep seeing one variable."""
+    def visit(fn, outer_cells, outer_globals):
+        scope = anno.get_anno(fn, FUNCTION_SCOPE)
+        generated = anno.get_anno(fn, GENERATED_FN)
+        if generated:
+            cells, globals_ = outer_cells, outer_globals
+            declared = {n for s in fn.body if isinstance(s, (gast.Nonlocal, gast.Global)) for n in s.names}
+            params = {a.id for a in fn.args.args}
+            stored = set()
+            for s in fn.body:
+                for n in walk_same_scope(s):
+                    if isinstance(n, gast.Name) and isinstance(n.ctx, (gast.Store, gast.Del)):
+                        stored.add(n.id)
+            need_nl = sorted((stored & cells) - declared - params)
+            need_gl = sorted((stored & globals_) - declared - params)
+            decls = []
+            if need_nl:
+                decls.append(gast.Nonlocal(names=need_nl))
+            if need_gl:
+                decls.append(gast.Global(names=need_gl))
+            for d in decls:
+                ast_util.locate(d, fn)
+            fn.body = decls + fn.body
+        else:
+            cells = set(scope.cell_vars) | set(scope.nonlocals) if scope else set()
+            globals_ = set(scope.globals) if scope else set()
+        for s in fn.body:
+            for n in walk_same_scope(s):
+                if isinstance(n, (gast.FunctionDef, gast.AsyncFunctionDef)) and n is not fn:
+                    visit(n, cells, globals_)
+    for s in fn_node.body:
+        for n in walk_same_scope(s):
+            if isinstance(n, (gast.FunctionDef, gast.AsyncFunctionDef)):
+                visit(n, *_cells_of(fn_node))
+    scope = anno.get_anno(fn_node, FUNCTION_SCOPE)
+
+
+def _cells_of(fn):
+    scope = anno.get_anno(fn, FUNCTION_SCOPE)
+    if scope is None:
+        return set(), set()
+    return set(scope.cell_vars) | set(scope.nonlocals), set(scope.globals)
+
+
+def to_source(node) -> str:
+    return astor.to_source(gast.gast_to_ast(node), indent_with="    ")
+
+
+def convert_function(fn) -> Converted:
+    """Converts a Python function (def or lambda) and compiles it with the user's filename and lines."""
+    parsed = parsing.parse_function(fn)
+    node = parsed.node
+    node.decorator_list = [] if hasattr(node, "decorator_list") else None
+    if hasattr(node, "decorator_list"):
+        node.decorator_list = []
+    namer = Namer.for_function(node, extra=fn.__code__.co_freevars)
+    ag_name = namer.new("ag")
+    ctx = Context(parsed.filename, namer, ag=ag_name, fn_globals=fn.__globals__, fn_closure=_closure_values(fn))
+    node = convert_node(node, ctx)
+    source = to_source(node)
+    code = _compile(node, ctx, fn, parsed.filename)
+    _register(code, ctx.metadata, parsed.filename)
+    return Converted(node, code, ag_name, code.co_freevars, parsed.filename, ctx.metadata, source)
+
+
+def _compile(node, ctx: Context, fn, filename) -> types.CodeType:
+    freevars = [ctx.ag] + [v for v in fn.__code__.co_freevars if v != ctx.ag]
+    if "__class__" not in freevars:
+        freevars.append("__class__")
+    target = node
+    if isinstance(node, gast.Lambda):
+        target = gast.Return(value=node)
+        ast_util.locate(target, node)
+    factory = ast_util.function_def(FACTORY, freevars, [target] if isinstance(node, gast.Lambda)
+                                    else [node, ast_util.ret(ast_util.name(node.name))])
+    ast_util.locate(factory, node)
+    module = gast.Module(body=[factory], type_ignores=[])
+    ast_util.fill_positions(module)
+    tree = gast.gast_to_ast(module)
+    ast.fix_missing_locations(tree)
+    module_code = compile(tree, filename, "exec", dont_inherit=True)
+    factory_code = next(c for c in module_code.co_consts if isinstance(c, types.CodeType))
+    want = "<lambda>" if isinstance(node, gast.Lambda) else node.name
+    return next(c for c in factory_code.co_consts if isinstance(c, types.CodeType) and c.co_name == want)

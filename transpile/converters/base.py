@@ -1,0 +1,139 @@
+"""What every converter shares: the conversion context and a block-aware transformer base."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import gast
+
+from transpile import ast_util
+from transpile.errors import ConversionError
+from transpile.naming import Namer
+
+
+@dataclass
+class Context:
+    """One conversion of one function: its file, namer and the facts converters share."""
+
+    filename: str
+    namer: Namer
+    ag: str = "ag"                                 # the runtime module's name in generated code
+    fn_globals: dict = field(default_factory=dict)
+    fn_closure: dict = field(default_factory=dict)  # free variable -> value at conversion time
+    generated: set = field(default_factory=set)     # variables converters introduce (flags, retval)
+    return_vars: set = field(default_factory=set)   # ... of which these hold return values
+    metadata: dict = field(default_factory=dict)    # generated function name -> facts for error messages
+
+    def error(self, message: str, node=None) -> ConversionError:
+        return ConversionError(message, self.filename, getattr(node, "lineno", None))
+
+    def ag_attr(self, attr: str):
+        return ast_util.attr(ast_util.name(self.ag), attr)
+
+    def ag_call(self, attr: str, args=(), keywords=()):
+        return ast_util.call(self.ag_attr(attr), args, keywords)
+
+
+class Converter(gast.NodeTransformer):
+    """A NodeTransformer whose statement visitors may return lists of statements."""
+
+    def __init__(self, ctx: Context):
+        self.ctx = ctx
+
+    def visit_block(self, stmts):
+        out = []
+        for s in stmts:
+            r = self.visit(s)
+            if r is None:
+                continue
+            if isinstance(r, list):
+                out.extend(r)
+            else:
+                out.append(r)
+        return out
+
+    def generic_visit(self, node):
+        for field_name, old in gast.iter_fields(node):
+            if isinstance(old, list) and old and isinstance(old[0], gast.stmt):
+                setattr(node, field_name, self.visit_block(old))
+            elif isinstance(old, list):
+                new = []
+                for item in old:
+                    if isinstance(item, gast.AST):
+                        r = self.visit(item)
+                        if r is None:
+                            continue
+                        new.extend(r) if isinstance(r, list) else new.append(r)
+                    else:
+                        new.append(item)
+                setattr(node, field_name, new)
+            elif isinstance(old, gast.AST):
+                r = self.visit(old)
+                setattr(node, field_name, r)
+        return node
+
+
+LOOPS = (gast.While, gast.For)
+FUNCTIONS = (gast.FunctionDef, gast.AsyncFunctionDef, gast.Lambda)
+
+
+def walk_same_scope(node):
+    """Like gast.walk, but does not enter nested functions, lambdas or classes."""
+    todo = [node]
+    while todo:
+        n = todo.pop()
+        yield n
+        for c in gast.iter_child_nodes(n):
+            if not isinstance(c, (gast.FunctionDef, gast.AsyncFunctionDef, gast.Lambda, gast.ClassDef)):
+                todo.append(c)
+
+
+def walk_same_loop(stmts):
+    """Statements reachable without entering a nested loop or function (for break/continue)."""
+    todo = list(reversed(stmts))
+    while todo:
+        s = todo.pop()
+        yield s
+        if isinstance(s, LOOPS) or isinstance(s, (gast.FunctionDef, gast.AsyncFunctionDef, gast.ClassDef)):
+            continue
+        for block in ("body", "orelse", "finalbody"):
+            todo.extend(reversed(getattr(s, block, []) or []))
+        for h in getattr(s, "handlers", []) or []:
+            todo.extend(reversed(h.body))
+
+
+def block_exits(stmts, kinds) -> bool:
+    """Whether every path through `stmts` ends in a statement of `kinds` (e.g. Return, Raise)."""
+    if not stmts:
+        return False
+    last = stmts[-1]
+    if isinstance(last, kinds):
+        return True
+    if isinstance(last, gast.If):
+        return block_exits(last.body, kinds) and block_exits(last.orelse, kinds)
+    return False
+
+
+def move_rest_into_branches(stmts, kinds, recurse):
+    """Guard-clause normalisation: `if c: <exits>` followed by S becomes `if c: <exits> else: S`.
+
+    `recurse(block)` normalises nested blocks. Statements after an unconditional
+    exit are dead and dropped.
+    """
+    out = []
+    for i, s in enumerate(stmts):
+        recurse(s)
+        rest = stmts[i + 1:]
+        if isinstance(s, gast.If) and rest:
+            t, f = block_exits(s.body, kinds), block_exits(s.orelse, kinds)
+            if t and f:
+                out.append(s)
+                return out
+            if t or f:
+                branch = "orelse" if t else "body"
+                setattr(s, branch, move_rest_into_branches(getattr(s, branch) + rest, kinds, recurse))
+                out.append(s)
+                return out
+        out.append(s)
+        if isinstance(s, kinds):
+            return out
+    return out

@@ -1,0 +1,177 @@
+"""Routes calls to user code through `ag.call` (converted recursively) and builtins to `ag` versions."""
+from __future__ import annotations
+
+import builtins
+import inspect
+import os
+import sys
+import sysconfig
+import types
+
+import gast
+import numpy as np
+
+from transpile import anno
+from transpile import ast_util as A
+from transpile.converters.base import Context, Converter
+from transpile.liveness.activity import FUNCTION_SCOPE
+
+# Builtins with a tensor-aware version in the runtime module (`ag.range`, `ag.len`, ...).
+OVERRIDDEN_BUILTINS = frozenset({"range", "len", "enumerate", "zip", "abs", "min", "max", "sum", "int",
+                                 "float", "bool", "print", "isinstance"})
+# Method names of arrays: `x.sum()` on a local is almost always a tensor method, left alone.
+_ARRAY_METHODS = frozenset(n for n in dir(np.ndarray) if not n.startswith("_")) | {"numpy", "read", "write",
+                                                                                  "stack", "unstack", "gather",
+                                                                                  "scatter", "assign",
+                                                                                  "assign_add", "assign_sub"}
+_LIBRARY_ROOTS = ("numpy", "graph", "exec", "grad", "dist", "transpile", "scipy", "math", "cmath",
+                  "functools", "itertools", "operator", "collections", "typing", "builtins", "random")
+
+
+def _library_dirs() -> tuple:
+    paths = sysconfig.get_paths()
+    dirs = {paths.get(k) for k in ("stdlib", "platstdlib", "purelib", "platlib")}
+    here = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    dirs |= {os.path.join(here, pkg) for pkg in ("graph", "exec", "grad", "dist", "transpile")}
+    return tuple(os.path.join(d, "") for d in dirs if d)
+
+
+LIBRARY_DIRS = _library_dirs()
+
+
+def is_library_object(obj) -> bool:
+    """Whether `obj` comes from numpy, the standard library, site-packages or our own packages."""
+    if isinstance(obj, types.ModuleType):
+        return True
+    module = getattr(obj, "__module__", None) or ""
+    if module.split(".")[0] in _LIBRARY_ROOTS:
+        return True
+    mod = sys.modules.get(module)
+    filename = getattr(mod, "__file__", None) if mod is not None else None
+    if filename is None:
+        try:
+            filename = inspect.getfile(obj)
+        except (TypeError, OSError):
+            return not isinstance(obj, types.FunctionType)
+    return os.path.abspath(filename).startswith(LIBRARY_DIRS)
+
+
+class CallTrees(Converter):
+    """Calls whose target may be user code go through `ag.call`. Before::
+
+        h = step(h, x)
+        y = self.layer(h)
+        n = len(xs)
+        z = np.tanh(h)
+
+    After::
+
+        h = ag.call(step, h, x)
+        y = ag.call(self.layer, h)
+        n = ag.len(xs)
+        z = np.tanh(h)
+
+    Targets resolved at conversion time to numpy, the standard library or this
+    project, and methods of arrays on local values (`x.sum()`), are left as they
+    are; nested functions and lambdas of the converted function are converted
+    with it. Zero-argument `super()` gets its explicit form.
+    """
+
+    def __init__(self, ctx: Context):
+        super().__init__(ctx)
+        self.locals_stack: list[tuple[set, set, str | None]] = []  # (locals, converted local fns, first param)
+
+    def _enter_function(self, node):
+        scope = anno.get_anno(node, FUNCTION_SCOPE)
+        local = scope.local_names() if scope is not None else set()
+        converted = {s.name for s in gast.walk(node) if isinstance(s, (gast.FunctionDef, gast.AsyncFunctionDef))
+                     and s is not node}
+        for s in gast.walk(node):
+            if isinstance(s, gast.Assign) and isinstance(s.value, gast.Lambda):
+                converted |= {t.id for t in s.targets if isinstance(t, gast.Name)}
+        args = node.args.posonlyargs + node.args.args
+        first = args[0].id if args else None
+        outer = self.locals_stack[-1] if self.locals_stack else (set(), set(), None)
+        self.locals_stack.append((local | outer[0], converted | outer[1], first))
+
+    def visit_FunctionDef(self, node):
+        self._enter_function(node)
+        node = self.generic_visit(node)
+        self.locals_stack.pop()
+        return node
+
+    visit_AsyncFunctionDef = visit_FunctionDef
+
+    def visit_Lambda(self, node):
+        if not self.locals_stack:
+            self.locals_stack.append((set(), set(), None))
+        scope = anno.get_anno(node, FUNCTION_SCOPE)
+        outer = self.locals_stack[-1]
+        local = scope.local_names() if scope is not None else set()
+        self.locals_stack.append((local | outer[0], outer[1], outer[2]))
+        node = self.generic_visit(node)
+        self.locals_stack.pop()
+        return node
+
+    def visit_ClassDef(self, node):
+        return node
+
+    def _resolve(self, func):
+        """(found, value) for a name or attribute chain rooted outside the function."""
+        local, _, _ = self.locals_stack[-1] if self.locals_stack else (set(), set(), None)
+        chain = []
+        while isinstance(func, gast.Attribute):
+            chain.append(func.attr)
+            func = func.value
+        if not isinstance(func, gast.Name) or func.id in local:
+            return False, None
+        root = func.id
+        if root in self.ctx.fn_closure:
+            value = self.ctx.fn_closure[root]
+        elif root in self.ctx.fn_globals:
+            value = self.ctx.fn_globals[root]
+        elif hasattr(builtins, root):
+            value = getattr(builtins, root)
+        else:
+            return False, None
+        for attr in reversed(chain):
+            if not isinstance(value, (types.ModuleType, type)):
+                return False, None
+            try:
+                value = getattr(value, attr)
+            except AttributeError:
+                return False, None
+        return True, value
+
+    def visit_Call(self, node):
+        node = self.generic_visit(node)
+        func = node.func
+        local, converted, first = self.locals_stack[-1] if self.locals_stack else (set(), set(), None)
+        if isinstance(func, gast.Name) and func.id in converted:
+            return node
+        root = func
+        while isinstance(root, gast.Attribute):
+            root = root.value
+        if isinstance(root, gast.Name) and root.id == self.ctx.ag:
+            return node
+        if isinstance(func, gast.Name) and func.id == "super" and not node.args and first is not None \
+                and func.id not in local:
+            node.args = [A.name("__class__"), A.name(first)]
+            return A.locate(node, func)
+        found, value = self._resolve(func)
+        if found:
+            if isinstance(func, gast.Name) and func.id in OVERRIDDEN_BUILTINS \
+                    and value is getattr(builtins, func.id):
+                node.func = A.locate(self.ctx.ag_attr(func.id), func)
+                return node
+            if is_library_object(value) or isinstance(value, type):
+                return node
+        elif isinstance(func, gast.Attribute) and func.attr in _ARRAY_METHODS \
+                and not (isinstance(func.value, gast.Name) and func.value.id == first and first == "self"):
+            return node
+        new = self.ctx.ag_call("call", [func] + list(node.args), node.keywords)
+        return A.locate(new, node)
+
+
+def transform(fn_node, ctx: Context):
+    return CallTrees(ctx).visit(fn_node)

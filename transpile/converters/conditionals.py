@@ -1,0 +1,89 @@
+"""Turns `if` statements into `ag.if_stmt` calls with explicit branch functions."""
+from __future__ import annotations
+
+import gast
+
+from transpile import anno
+from transpile import ast_util as A
+from transpile.converters import state as S
+from transpile.converters.base import Context, Converter
+
+
+class Conditionals(Converter):
+    """Each branch becomes a function of the state it reads and returns what it changes.
+
+    The state is `modified ∩ (live-in ∪ live-out)`: temporaries used only
+    inside a branch stay local to it. Before::
+
+        if x > 0:
+            y = x * 2
+            z = y + 1
+        else:
+            z = -x
+
+    After (`y` is not used after the `if`)::
+
+        def if_true():
+            y = x * 2
+            z = y + 1
+            return z
+        def if_false():
+            z = -x
+            return z
+        z = ag.if_stmt(x > 0, if_true, if_false, (), ('z',))
+
+    `if_stmt` runs one branch when the test is a Python value and builds a
+    graph `cond` when it is a tensor.
+    """
+
+    def __init__(self, ctx: Context):
+        super().__init__(ctx)
+        self.scopes: list[S.ScopeInfo] = []
+
+    def visit_FunctionDef(self, node):
+        if anno.get_anno(node, S.GENERATED_FN):
+            return self.generic_visit(node)
+        self.scopes.append(S.ScopeInfo(node))
+        node = self.generic_visit(node)
+        self.scopes.pop()
+        return node
+
+    visit_AsyncFunctionDef = visit_FunctionDef
+
+    def visit_ClassDef(self, node):
+        return node
+
+    def visit_If(self, node):
+        body_scope = anno.get_anno(node, anno.BODY_SCOPE)
+        orelse_scope = anno.get_anno(node, anno.ORELSE_SCOPE)
+        live_in = anno.get_anno(node, anno.LIVE_IN, frozenset())
+        live_out = anno.get_anno(node, anno.LIVE_OUT, frozenset())
+        t_name, f_name = self.ctx.namer.new("if_true"), self.ctx.namer.new("if_false")
+        node = self.generic_visit(node)
+        scope = self.scopes[-1]
+        modified = body_scope.modified | orelse_scope.modified | S.test_effects(node)
+        state = S.state_vars(modified, live_in, live_out, scope)
+        outs = S.make_vars(state, scope, self.ctx)
+        ins = [v for v in outs if v.qn in live_in]
+        returns = S.values_expr(outs) if outs else None
+        orelse_origin = node.orelse[0] if node.orelse else node
+        meta_common = {"kind": "if", "if_line": node.lineno}
+        t_fn = S.function(self.ctx, t_name, [v.param for v in ins], ins, node.body, returns,
+                          node.body[0], dict(meta_common, branch="true",
+                                             assigned=S.first_assignments(node.body)))
+        f_fn = S.function(self.ctx, f_name, [v.param for v in ins], ins, node.orelse,
+                          S.values_expr(outs) if outs else None, orelse_origin,
+                          dict(meta_common, branch="false", has_else=bool(node.orelse),
+                               assigned=S.first_assignments(node.orelse)))
+        args = [node.test, A.name(t_fn.name), A.name(f_fn.name)]
+        if outs or ins:
+            args += [S.state_tuple(ins), S.names_tuple(outs)]
+        call = self.ctx.ag_call("if_stmt", args)
+        stmt = A.assign(S.targets_expr(outs), call) if outs else A.expr_stmt(call)
+        A.locate(stmt, node)
+        stmt.end_lineno, stmt.end_col_offset = node.lineno, node.test.end_col_offset
+        return S.undefined_inits(ins, node, self.ctx) + [t_fn, f_fn, stmt]
+
+
+def transform(fn_node, ctx: Context):
+    return Conditionals(ctx).visit(fn_node)

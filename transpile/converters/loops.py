@@ -1,0 +1,139 @@
+"""Turns `while` and `for` loops into `ag.while_stmt` / `ag.for_stmt` calls with explicit state."""
+from __future__ import annotations
+
+import gast
+
+from transpile import anno
+from transpile import ast_util as A
+from transpile.converters import state as S
+from transpile.converters.base import Context, Converter
+from transpile.converters.break_statements import EXTRA_TEST
+
+
+def _appended(stmts, ctx) -> list[str]:
+    """Names the loop body appends to (`x = ag.list_append(x, v)`, at any depth)."""
+    out = set()
+    for s in stmts:
+        for n in gast.walk(s):
+            if isinstance(n, gast.Call) and isinstance(n.func, gast.Attribute) and n.func.attr == "list_append" \
+                    and isinstance(n.func.value, gast.Name) and n.func.value.id == ctx.ag \
+                    and n.args and isinstance(n.args[0], gast.Name):
+                out.add(n.args[0].id)
+    return sorted(out)
+
+
+class Loops(Converter):
+    """A loop's test and body become functions of the loop variables.
+
+    Loop variables are `modified ∩ (live-in ∪ live-out)`; body temporaries are
+    not carried. Before::
+
+        while i < n:
+            t = x[i] * 2
+            s = s + t
+            i = i + 1
+
+    After::
+
+        def loop_test(i, s):
+            return i < n
+        def loop_body(i, s):
+            t = x[i] * 2
+            s = s + t
+            i = i + 1
+            return i, s
+        i, s = ag.while_stmt(loop_test, loop_body, (i, s), ('i', 's'))
+
+    A `for` loop's body takes the item first; a `break` flag becomes its
+    `loop_test`::
+
+        for v in xs:                 def loop_body(v, s):
+            s = s + v        ->          s = s + v
+                                         return s
+                                     s = ag.for_stmt(xs, loop_body, (s,), ('s',))
+    """
+
+    def __init__(self, ctx: Context):
+        super().__init__(ctx)
+        self.scopes: list[S.ScopeInfo] = []
+
+    def visit_FunctionDef(self, node):
+        if anno.get_anno(node, S.GENERATED_FN):
+            return self.generic_visit(node)
+        self.scopes.append(S.ScopeInfo(node))
+        node = self.generic_visit(node)
+        self.scopes.pop()
+        return node
+
+    visit_AsyncFunctionDef = visit_FunctionDef
+
+    def visit_ClassDef(self, node):
+        return node
+
+    def _state(self, node, extra_modified=frozenset()):
+        body_scope = anno.get_anno(node, anno.BODY_SCOPE)
+        live_in = anno.get_anno(node, anno.LIVE_IN, frozenset())
+        live_out = anno.get_anno(node, anno.LIVE_OUT, frozenset())
+        scope = self.scopes[-1]
+        state = S.state_vars(body_scope.modified | extra_modified, live_in, live_out, scope)
+        return S.make_vars(state, scope, self.ctx)
+
+    def _finish(self, node, call, vs):
+        stmt = A.assign(S.targets_expr(vs), call) if vs else A.expr_stmt(call)
+        A.locate(stmt, node)
+        stmt.end_lineno = node.lineno
+        return stmt
+
+    def visit_While(self, node):
+        vs_before = self._state(node, S.test_effects(node))
+        test_name, body_name = self.ctx.namer.new("loop_test"), self.ctx.namer.new("loop_body")
+        node = self.generic_visit(node)
+        vs = vs_before
+        params = [v.param for v in vs]
+        meta = {"kind": "while", "loop_line": node.lineno, "appends": _appended(node.body, self.ctx)}
+        test_fn = S.function(self.ctx, test_name, params, vs, [], node.test, node, meta)
+        body_fn = S.function(self.ctx, body_name, params, vs, node.body,
+                             S.values_expr(vs) if vs else None, node.body[0],
+                             dict(meta, assigned=S.first_assignments(node.body)))
+        args = [A.name(test_fn.name), A.name(body_fn.name)]
+        if vs:
+            args += [S.state_tuple(vs), S.names_tuple(vs)]
+        stmt = self._finish(node, self.ctx.ag_call("while_stmt", args), vs)
+        return S.undefined_inits(vs, node, self.ctx) + [test_fn, body_fn, stmt]
+
+    def visit_For(self, node):
+        vs = self._state(node)
+        extra_test = anno.get_anno(node, EXTRA_TEST)
+        test_name = self.ctx.namer.new("loop_test") if extra_test is not None else None
+        body_name = self.ctx.namer.new("loop_body")
+        node = self.generic_visit(node)
+        if extra_test is not None:
+            extra_test = self.visit(extra_test)
+        params = [v.param for v in vs]
+        target = node.target
+        body = list(node.body)
+        state_names = {v.text for v in vs}
+        if isinstance(target, gast.Name) and target.id not in state_names and target.id not in params:
+            item = target.id
+        else:
+            item = self.ctx.namer.new("itr")
+            body.insert(0, A.locate(A.assign(A.with_ctx(target, gast.Store()), A.name(item)), target))
+        meta = {"kind": "for", "loop_line": node.lineno, "appends": _appended(node.body, self.ctx)}
+        fns = []
+        body_fn = S.function(self.ctx, body_name, [item] + params, vs, body,
+                             S.values_expr(vs) if vs else None, node.body[0],
+                             dict(meta, assigned=S.first_assignments(node.body)))
+        args = [node.iter, A.name(body_fn.name)]
+        if vs or extra_test is not None:
+            args += [S.state_tuple(vs), S.names_tuple(vs)]
+        if extra_test is not None:
+            test_fn = S.function(self.ctx, test_name, params, vs, [], extra_test, node, meta)
+            fns.append(test_fn)
+            args.append(A.name(test_fn.name))
+        fns.append(body_fn)
+        stmt = self._finish(node, self.ctx.ag_call("for_stmt", args), vs)
+        return S.undefined_inits(vs, node, self.ctx) + fns + [stmt]
+
+
+def transform(fn_node, ctx: Context):
+    return Loops(ctx).visit(fn_node)

@@ -1,0 +1,17 @@
+"""Errors the transpiler raises, located at the user's file:line."""
+from __future__ import annotations
+
+
+class ConversionError(Exception):
+    """A function cannot be converted as written (an unsupported construct, no source)."""
+
+    def __init__(self, message: str, filename: str | None = None, lineno: int | None = None):
+        self.bare_message = message
+        self.filename = filename
+        self.lineno = lineno
+        where = f"{filename}:{lineno}: " if filename and lineno else (f"{filename}: " if filename else "")
+        super().__init__(where + message)
+
+
+class TranspileError(Exception):
+    """A converted program did something graph control flow cannot express (raised while tracing)."""
