@@ -36,6 +36,7 @@ from graph.errors import GraphError
 from graph.ops.math import greater_equal, sub
 from grad import saved as _saved
 from grad.backprop import add_n, backprop_region, conform, variable_of
+from grad.registry import register_gradient
 
 
 def _group_reads(state, reads) -> list[tuple[object, list]]:
@@ -144,3 +145,17 @@ def while_grad(state, loop, grads, var_grads) -> None:
         grads.add(c, conform(g, c, "a loop constant"))
     for (var, _), g in zip(reads, res[len(consts):], strict=True):
         var_grads.setdefault(var, []).append(g)
+
+
+def _structural(op_name: str, rule: str):
+    def reached(op, *grads):
+        raise GraphError(f"gradients: {op_name} node {op.name} is not part of a cond or while_loop built by "
+                         f"graph.cond / graph.while_loop, so its gradient ({rule}) cannot be built; build the "
+                         "control flow with those builders")
+    reached.__doc__ = f"{op_name}'s gradient is {rule}: built for the whole construct by cond_grad/while_grad."
+    return reached
+
+
+for _op, _rule in (("Switch", "a Merge"), ("Merge", "a Switch"), ("Enter", "an Exit"), ("Exit", "an Enter"),
+                   ("NextIteration", "a NextIteration")):
+    register_gradient(_op)(_structural(_op, _rule))

@@ -71,13 +71,13 @@ def _check(prog, x0, w0):
     np.testing.assert_allclose(gw1, fw, rtol=1e-4, atol=1e-5)
 
 
-@settings(max_examples=50, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(prog=P.programs(depth=2), x0=vec, w0=vec)
 def test_random_programs(prog, x0, w0):
     _check(prog, x0, w0)
 
 
-@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(prog=P.programs(depth=3), x0=vec, w0=vec)
 def test_random_programs_nested_three_deep(prog, x0, w0):
     _check(prog, x0, w0)
