@@ -205,7 +205,7 @@ def build_graph(program, parallel_iterations: int = 32):
         ph = {"i0": G.placeholder(np.int64, [], "i0"), "i1": G.placeholder(np.int64, [], "i1"),
               "f0": G.placeholder(np.float64, [], "f0"), "v0": G.placeholder(np.float32, [3], "v0")}
         env = dict(ph)
-        env["__out"] = G.TensorArray(np.float64, name="out")
+        env["__out"] = G.TensorArray(np.float64, element_shape=[], name="out")
         env["__n"] = G.constant(np.int64(0))
         _build_block(program, env, parallel_iterations)
         fetches = {k: env[k] for k in ("i0", "i1", "f0", "v0")}
