@@ -133,8 +133,10 @@ class GraphIndex:
         users: dict[int, list] = {id(u): [] for u in units}
         for u in units:
             ds = set()
-            for t in self.unit_inputs(u):
-                p = self.unit_of(t.node, region)
+            # control edges count too: a gradient stack's pops wait for its pushes through one
+            before = [t.node for t in self.unit_inputs(u)] + (u.control_inputs if isinstance(u, Node) else [])
+            for b in before:
+                p = self.unit_of(b, region)
                 if p is not None and p is not u and id(p) in users:
                     ds.add(id(p))
             deps[id(u)] = ds

@@ -1,4 +1,4 @@
-"""Gradients of gradients through cond and while loops (Hessians, Hessian-vector products)."""
+"""Gradients of gradients (of gradients) through cond and while loops, Hessian-vector products."""
 from fractions import Fraction
 
 import numpy as np
@@ -10,40 +10,52 @@ from exec import Session
 from tests.grad.test_reference import CASES, X0, W0
 
 
-class Jet:
-    """(f, f', f'') over exact fractions; `v` lists are the vector x, scalars the parameter w."""
+class Taylor:
+    """Truncated Taylor series in w around W0 over exact fractions: coefficient k is the k-th
+    derivative / k!. `v` is a list of series (the vector x) or one series (the parameter w)."""
 
-    def __init__(self, v, d, dd):
-        self.v, self.d, self.dd = v, d, dd
+    ORDER = 4
+
+    def __init__(self, v):
+        self.v = v
+
+    @staticmethod
+    def _mul(a, b):
+        return [sum(a[i] * b[k - i] for i in range(k + 1)) for k in range(Taylor.ORDER)]
 
     def __mul__(self, o):  # vector * scalar
-        return Jet([a * o.v for a in self.v], [a * o.d + da * o.v for a, da in zip(self.v, self.d)],
-                   [a * o.dd + 2 * da * o.d + dda * o.v for a, da, dda in zip(self.v, self.d, self.dd)])
+        return Taylor([self._mul(a, o.v) for a in self.v])
 
     def __add__(self, o):  # vector + scalar
-        return Jet([a + o.v for a in self.v], [da + o.d for da in self.d], [dda + o.dd for dda in self.dd])
+        return Taylor([[p + q for p, q in zip(a, o.v)] for a in self.v])
 
     def sum(self):
-        return sum(self.v), sum(self.d), sum(self.dd)
+        total = [sum(a[k] for a in self.v) for k in range(Taylor.ORDER)]
+        return total[0], total
 
 
-def _exact_second(program):
-    z = [Fraction(0)] * 3
-    return program(Jet([Fraction(v) for v in X0], z, z), Jet(Fraction(W0), Fraction(1), Fraction(0)))[2]
+def _exact_derivatives(program):
+    """The second and third derivatives of the loss in w, exactly."""
+    x = Taylor([[Fraction(v), 0, 0, 0] for v in X0])
+    _, series = program(x, Taylor([Fraction(W0), Fraction(1), 0, 0]))
+    return 2 * series[2], 6 * series[3]
 
 
 @pytest.mark.parametrize("par", [1, 32])
 @pytest.mark.parametrize("case", list(CASES))
-def test_second_derivative_through_data_dependent_loops(case, par):
+def test_second_and_third_derivatives_through_data_dependent_loops(case, par):
     ref, build = CASES[case]
-    want = _exact_second(ref)
+    second, third = _exact_derivatives(ref)
     g = graph.Graph()
     with g.as_default():
         w = graph.placeholder(np.float64, (), name="w")
         loss = build(graph.constant(np.array(X0)), w, par)
         (gw,) = grad.gradients(loss, [w])
         (hw,) = grad.gradients(gw, [w])
-    assert Session(g).run(hw, {w: W0}) == pytest.approx(float(want), rel=1e-13)
+        (tw,) = grad.gradients(hw, [w])
+    got2, got3 = Session(g).run([hw, tw], {w: W0})
+    assert got2 == pytest.approx(float(second), rel=1e-13)
+    assert got3 == pytest.approx(float(third), rel=1e-13)
 
 
 def test_hessian_vector_product_through_a_loop_with_a_cond():
