@@ -94,6 +94,10 @@ def with_ctx(node, ctx):
 def expr_from_qn_text(text: str, ctx=None):
     """The expression for a (possibly composite) name such as `self.x` or `a[0]`."""
     node = gast.parse(text, mode="eval").body
+    for n in gast.walk(node):
+        for k in _POS:
+            if hasattr(n, k):
+                setattr(n, k, None)
     return with_ctx(node, ctx or gast.Load())
 
 
@@ -107,13 +111,9 @@ def locate(tree, origin):
     Generated code is compiled with the user's filename, so this is what makes
     tracebacks and graph node locations point at the user's line.
     """
-    if origin is None or not hasattr(origin, "lineno"):
+    if origin is None or getattr(origin, "lineno", None) is None:
         return tree
-    pos = {k: getattr(origin, k, None) for k in _POS}
-    if pos["end_lineno"] is None:
-        pos["end_lineno"] = pos["lineno"]
-    if pos["end_col_offset"] is None:
-        pos["end_col_offset"] = pos["col_offset"]
+    pos = dict(zip(_POS, header_span(origin), strict=True))
     nodes = tree if isinstance(tree, list) else [tree]
     for root in nodes:
         for n in gast.walk(root):
@@ -121,6 +121,25 @@ def locate(tree, origin):
                 for k, v in pos.items():
                     setattr(n, k, v)
     return tree
+
+
+def header_span(node) -> tuple:
+    """(lineno, col, end_lineno, end_col) of the line that introduces `node`.
+
+    Generated code stands on one line: a span over several lines would make
+    Python report the last one for calls (it locates a call at its callee).
+    """
+    if isinstance(node, (gast.If, gast.While)):
+        end = node.test
+    elif isinstance(node, (gast.For, gast.AsyncFor)):
+        end = node.iter
+    else:
+        end = node
+    line, col = node.lineno, node.col_offset or 0
+    end_line, end_col = getattr(end, "end_lineno", None), getattr(end, "end_col_offset", None)
+    if end_line != line or end_col is None:
+        return line, col, line, col
+    return line, col, end_line, end_col
 
 
 def fill_positions(root) -> None:

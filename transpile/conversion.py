@@ -12,7 +12,7 @@ import gast
 from transpile import anno, ast_util, liveness, parsing
 from transpile.converters import (asserts, break_statements, call_trees, conditional_expressions,
                                   conditionals, continue_statements, guard_clauses, lists,
-                                  logical_expressions, loops, return_statements, unsupported, variables)
+                                  logical_expressions, loops, return_statements, slices, unsupported, variables)
 from transpile.converters.base import Context, walk_same_scope
 from transpile.converters.state import GENERATED_FN
 from transpile.liveness.activity import FUNCTION_SCOPE
@@ -112,7 +112,7 @@ def convert_node(node, ctx: Context):
         ast_util.locate(fn, node)
         node = fn
     generators = {id(g): copy.deepcopy(g.body) for g in _nested_generators(node)}
-    for step in (guard_clauses, return_statements, break_statements, continue_statements, asserts, lists):
+    for step in (guard_clauses, return_statements, break_statements, continue_statements, asserts, lists, slices):
         node = step.transform(node, ctx)
     liveness.analyze(node)
     node = call_trees.transform(node, ctx)
@@ -203,18 +203,30 @@ def _compile(node, ctx: Context, fn, filename) -> types.CodeType:
     freevars = [ctx.ag] + [v for v in fn.__code__.co_freevars if v != ctx.ag]
     if "__class__" not in freevars:
         freevars.append("__class__")
-    target = node
-    if isinstance(node, gast.Lambda):
-        target = gast.Return(value=node)
-        ast_util.locate(target, node)
-    factory = ast_util.function_def(FACTORY, freevars, [target] if isinstance(node, gast.Lambda)
-                                    else [node, ast_util.ret(ast_util.name(node.name))])
-    ast_util.locate(factory, node)
-    module = gast.Module(body=[factory], type_ignores=[])
-    ast_util.fill_positions(module)
-    tree = gast.gast_to_ast(module)
-    ast.fix_missing_locations(tree)
-    module_code = compile(tree, filename, "exec", dont_inherit=True)
+    is_lambda = isinstance(node, gast.Lambda)
+    original_name = None if is_lambda else node.name
+    if not is_lambda:
+        # compiled under a name nothing refers to, so that a recursive call reads the global
+        node.name = ctx.namer.new(f"{original_name}_converted")
+    try:
+        target = node
+        if is_lambda:
+            target = gast.Return(value=node)
+            ast_util.locate(target, node)
+        factory = ast_util.function_def(FACTORY, freevars, [target] if is_lambda
+                                        else [node, ast_util.ret(ast_util.name(node.name))])
+        ast_util.locate(factory, node)
+        module = gast.Module(body=[factory], type_ignores=[])
+        ast_util.fill_positions(module)
+        tree = gast.gast_to_ast(module)
+        ast.fix_missing_locations(tree)
+        module_code = compile(tree, filename, "exec", dont_inherit=True)
+    finally:
+        if not is_lambda:
+            compiled_name, node.name = node.name, original_name
     factory_code = next(c for c in module_code.co_consts if isinstance(c, types.CodeType))
-    want = "<lambda>" if isinstance(node, gast.Lambda) else node.name
-    return next(c for c in factory_code.co_consts if isinstance(c, types.CodeType) and c.co_name == want)
+    want = "<lambda>" if is_lambda else compiled_name
+    code = next(c for c in factory_code.co_consts if isinstance(c, types.CodeType) and c.co_name == want)
+    if not is_lambda:
+        code = code.replace(co_name=original_name, co_qualname=fn.__qualname__)
+    return code

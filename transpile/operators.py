@@ -138,7 +138,25 @@ class TensorList:
         return f"<TensorList {self.array!r}>"
 
 
-def _spec(value):
+class _Spec:
+    """The structure, dtypes and shapes of a value (compared without touching its tensors)."""
+
+    __slots__ = ("structure", "leaves")
+
+    def __init__(self, structure, leaves):
+        self.structure, self.leaves = structure, leaves
+
+    def __eq__(self, other):
+        return isinstance(other, _Spec) and self.leaves == other.leaves and \
+            nest.same_structure(self.structure, other.structure)
+
+    __hash__ = None
+
+    def __iter__(self):
+        return iter((self.structure, self.leaves))
+
+
+def _spec(value) -> _Spec:
     """(structure, [(dtype, shape)]) of a value, for placeholders of the same kind."""
     leaves = []
     for leaf in nest.flatten(value):
@@ -150,7 +168,7 @@ def _spec(value):
         else:
             arr = np.asarray(leaf)
             leaves.append((arr.dtype, arr.shape))
-    return value, leaves
+    return _Spec(value, leaves)
 
 
 def _zeros_like_spec(spec, what: str):
@@ -508,8 +526,14 @@ def _graph_cond(pred: Tensor, true_fn, false_fn, state, names, what: str):
             return tuple(_encode(outs if isinstance(outs, _Raised) else outs[i], p[1], names[i])
                          for i, p in enumerate(plans))
 
+        context, effect_before = g.context, g.last_effect(g.context)
         try:
             merged = graph.cond(pred, true_branch, false_branch)
+            if context is not None and g.last_effect(context) is not effect_before:
+                # graph.cond records a branch's effects as the enclosing context's last effect but does
+                # not mark that context as having effects; without the mark, an enclosing cond or loop
+                # would not wait for (or even run) them
+                context.has_effects = True
         except _Retry as r:
             if r.token is not token:
                 raise
@@ -680,8 +704,6 @@ def _loop_output(v_in, v_out, mode, name, meta, token):
         if isinstance(v_out, PartiallyDefined):
             raise v_out.error()
         raise StagingError(f"{label} is undefined at the end of the graph loop body{at}")
-    if isinstance(v_in, list) and isinstance(v_out, list) and len(v_out) != len(v_in):
-        return None, ("accumulate",)
     if isinstance(v_out, MaybeDefined):
         raise StagingError(f"{label} may be undefined at the end of the graph loop body{at}")
     if not nest.same_structure(v_in, v_out) or _is_composite(v_in) != _is_composite(v_out):
@@ -765,6 +787,7 @@ def _graph_loop(cond_fn, body_fn, internal, state, names, meta, kind: str, loop_
         def body_w(*vs):
             current = full_state(vs[len(internal):])
             lists = {id(v): i for i, v in enumerate(current) if isinstance(v, list)}
+            lengths = {i: len(v) for i, v in enumerate(current) if isinstance(v, list)}
             frames = _loop_frames()
             frames.append(_LoopFrame(token, lists))
             try:
@@ -773,6 +796,11 @@ def _graph_loop(cond_fn, body_fn, internal, state, names, meta, kind: str, loop_
                 frames.pop()
             out = _outputs(out, names)
             changes, result = {}, []
+            for i, n in lengths.items():
+                if out[i] is current[i] and len(out[i]) != n:  # appended in place (not via list_append)
+                    changes[i] = ("accumulate",)
+            if changes:
+                raise _Retry(token, changes)
             for i in range(len(state)):
                 v_in = current[i]
                 value, change = _loop_output(v_in, out[i], modes[i], names[i], meta, token)

@@ -1,0 +1,63 @@
+"""Turns item assignment `x[i] = v` into `x = ag.set_item(x, i, v)`."""
+from __future__ import annotations
+
+import gast
+
+from transpile import ast_util as A
+from transpile.converters.base import Context, Converter
+
+
+def _container(node):
+    """`x` or `self.x` (a name or attribute chain) that an item assignment changes, else None."""
+    base = node
+    while isinstance(base, gast.Attribute):
+        base = base.value
+    return node if isinstance(base, gast.Name) else None
+
+
+class Slices(Converter):
+    """Graph tensors are immutable, so writing an item makes a new tensor. Before::
+
+        x[i] = v
+        y[0] += 1
+
+    After::
+
+        x = ag.set_item(x, i, v)
+        y = ag.set_item(y, 0, y[0] + 1)
+
+    `set_item` writes Python lists and numpy arrays in place (and returns them),
+    as before; for a tensor it returns the updated copy.
+    """
+
+    def _rewrite(self, target, value, node):
+        container = _container(target.value)
+        if container is None:
+            return None
+        new = A.assign(A.with_ctx(A.copy_node(container), gast.Store()),
+                       self.ctx.ag_call("set_item", [A.with_ctx(A.copy_node(container), gast.Load()),
+                                                     target.slice, value]))
+        return A.locate(new, node)
+
+    def visit_Assign(self, node):
+        node = self.generic_visit(node)
+        if len(node.targets) == 1 and isinstance(node.targets[0], gast.Subscript):
+            return self._rewrite(node.targets[0], node.value, node) or node
+        return node
+
+    def visit_AugAssign(self, node):
+        node = self.generic_visit(node)
+        if isinstance(node.target, gast.Subscript) and _container(node.target.value) is not None:
+            target = node.target
+            read = gast.Subscript(value=A.with_ctx(A.copy_node(target.value), gast.Load()),
+                                  slice=A.copy_node(target.slice), ctx=gast.Load())
+            value = A.locate(gast.BinOp(left=read, op=node.op, right=node.value), node)
+            return self._rewrite(target, value, node) or node
+        return node
+
+    def visit_ClassDef(self, node):
+        return node
+
+
+def transform(fn_node, ctx: Context):
+    return Slices(ctx).visit(fn_node)
