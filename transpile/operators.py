@@ -664,6 +664,13 @@ def _loop_output(v_in, v_out, mode, name, meta, token):
     label = _var_label(name, meta)
     line = meta.get("line")
     at = f" (loop body at line {line})" if line else ""
+    if kind == "probe":
+        if v_out is v_in:
+            return None, None
+        if not (_convertible(v_out) and _numeric(v_out)):
+            raise StagingError(f"{label} becomes {_describe(v_out)} in the graph loop body{at}; a graph loop "
+                               "can only carry tensors and numbers")
+        return None, ("tensor", [None if _is_weak(v_out) else _leaf_dtype(v_out)])
     if kind == "fixed":
         if v_out is v_in or _same_leaves(v_out, v_in):
             return None, None
@@ -722,28 +729,21 @@ def _loop_output(v_in, v_out, mode, name, meta, token):
 
 
 def _weak_fixups(init_state, modes, loop_vars, outs) -> dict:
-    """Loop variables that started as Python numbers and come back with another dtype: start them
-    with that dtype (numpy's weak-scalar rule), instead of failing."""
+    """Loop variables that started as Python numbers and come back with another dtype.
+
+    Under numpy's rules a Python number is "weak": `0 + float32` is float32.
+    Such a variable is traced once more as a plain Python number ("probe"),
+    which gives the dtype Python would end up with; the loop then starts it
+    with that dtype.
+    """
     changes = {}
     for i, (v0, mode) in enumerate(zip(init_state, modes, strict=True)):
-        if mode[0] != "tensor" or i not in loop_vars or i not in outs:
+        if mode != ("tensor", None) or i not in loop_vars or i not in outs or not _is_weak(v0):
             continue
-        before, after = nest.flatten(loop_vars[i]), nest.flatten(outs[i])
-        raw = nest.flatten(v0) if isinstance(v0, (list, tuple, dict)) else [v0]
-        if len(raw) != len(before):
-            continue
-        dtypes, changed = [], False
-        for r, b, a in zip(raw, before, after, strict=True):
-            da = _leaf_dtype(a)
-            if _is_weak(r) and da is not None and da != b.dtype and da is not graph.dtypes.variant \
-                    and np.can_cast(np.asarray(r).dtype if type(r) is not float else np.float64, da, "same_kind") \
-                    | (type(r) in (bool, int) and da.kind in "iuf"):
-                dtypes.append(da)
-                changed = True
-            else:
-                dtypes.append(b.dtype if isinstance(b, Tensor) else None)
-        if changed:
-            changes[i] = ("tensor", dtypes)
+        before, after = loop_vars[i], outs[i]
+        dtype = _leaf_dtype(after)
+        if isinstance(before, Tensor) and dtype is not None and dtype != before.dtype:
+            changes[i] = ("probe",)
     return changes
 
 
@@ -765,7 +765,7 @@ def _graph_loop(cond_fn, body_fn, internal, state, names, meta, kind: str, loop_
     labels = list(names)
     for _ in range(_MAX_ATTEMPTS):
         checkpoint = g._checkpoint()
-        carried = [i for i, m in enumerate(modes) if m[0] != "fixed"]
+        carried = [i for i, m in enumerate(modes) if m[0] not in ("fixed", "probe")]
         try:
             init = {i: _loop_init(state[i], modes[i], names[i], loop_where) for i in carried}
         except TypeError as e:
@@ -806,7 +806,7 @@ def _graph_loop(cond_fn, body_fn, internal, state, names, meta, kind: str, loop_
                 value, change = _loop_output(v_in, out[i], modes[i], names[i], meta, token)
                 if change is not None:
                     changes[i] = change
-                elif modes[i][0] != "fixed":
+                elif modes[i][0] not in ("fixed", "probe"):
                     result.append(value)
                     seen_outs[i] = value
             changes.update(_weak_fixups(state, modes, init, seen_outs))

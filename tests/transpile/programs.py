@@ -1,0 +1,166 @@
+"""Random structured Python programs for `converted == plain Python` tests.
+
+A program has inputs `n` (a small int), `x` (a float) and `arr` (a float array
+of length 3), and variables `a` (int), `b` (float) and `v` (float array). Its
+statements are assignments, `if/elif/else`, `while` loops with a counter,
+`for` loops over `range(n)`, over `v`, over `enumerate(v)` and over Python
+ranges, with `break`, `continue` and `return` anywhere, conditional
+expressions, `and`/`or`/`not` and chained comparisons. Every loop terminates
+and every value stays bounded, so plain Python always finishes.
+"""
+from __future__ import annotations
+
+import itertools
+import linecache
+
+from hypothesis import strategies as st
+
+HEADER = "def program(n, x, arr):\n    a = 1\n    b = 0.5\n    v = arr * 1.0\n"
+RETURN = "return a, b, v"
+_counter = itertools.count()
+
+
+class _Gen:
+    def __init__(self, draw, max_depth: int, max_statements: int):
+        self.draw = draw
+        self.max_depth = max_depth
+        self.budget = max_statements
+        self.fresh = itertools.count()
+
+    def pick(self, options):
+        return self.draw(st.sampled_from(options))
+
+    def k(self, lo=0, hi=6):
+        return self.draw(st.integers(lo, hi))
+
+    def f(self):
+        return self.pick(["0.25", "0.5", "1.5", "-0.75", "2.0"])
+
+    # -- expressions ---------------------------------------------------------------------------
+    def atom(self, scope) -> str:
+        options = [
+            lambda: f"a > {self.k()}",
+            lambda: f"a % 2 == {self.k(0, 1)}",
+            lambda: "b < x",
+            lambda: f"b > {self.f()}",
+            lambda: f"v[{self.k(0, 2)}] > b",
+            lambda: "x > 0",
+            lambda: f"a == {self.k(0, 4)}",
+            lambda: "v.sum() > b",
+            lambda: f"{self.k(-2, 1)} < a < {self.k(2, 8)}",
+        ]
+        options += [lambda name=name: f"{name} > {self.k(0, 3)}" for name in scope]
+        return self.pick(options)()
+
+    def cond(self, scope, depth=0) -> str:
+        kind = self.pick(["atom", "atom", "atom", "and", "or", "not"] if depth < 2 else ["atom"])
+        if kind == "atom":
+            return self.atom(scope)
+        if kind == "not":
+            return f"not ({self.cond(scope, depth + 1)})"
+        return f"({self.cond(scope, depth + 1)}) {kind} ({self.cond(scope, depth + 1)})"
+
+    # -- statements ----------------------------------------------------------------------------
+    def assign(self, scope, iterating_v: bool) -> str:
+        options = [
+            lambda: f"a = (a * 3 + {self.k()}) % 17",
+            lambda: f"a = a - {self.k(1, 3)}",
+            lambda: f"a += {self.k(1, 4)}",
+            lambda: f"b = b * 0.5 + {self.f()}",
+            lambda: "b = b - x",
+            lambda: "b = -b + a * 0.25",
+            lambda: f"b += v[{self.k(0, 2)}]",
+            lambda: f"b = b if {self.cond(scope)} else x",
+            lambda: f"a = a + 1 if {self.cond(scope)} else a - 1",
+            lambda: "b = min(b, x) + 0.5",
+            lambda: "b = abs(b) * 0.75",
+            lambda: "v = v * 0.5 + b",
+            lambda: "v = v - a * 0.125",
+        ]
+        if not iterating_v:
+            options.append(lambda: f"v[{self.k(0, 2)}] = b")
+        options += [lambda name=name: f"b = b + {name} * 0.5" for name in scope]
+        return self.pick(options)()
+
+    def block(self, indent: int, depth: int, loop: str | None, scope: tuple, iterating_v=False) -> list[str]:
+        n = self.draw(st.integers(1, 3))
+        lines: list[str] = []
+        for _ in range(n):
+            if self.budget <= 0:
+                break
+            self.budget -= 1
+            lines += self.statement(indent, depth, loop, scope, iterating_v)
+        return lines or [" " * indent + "pass"]
+
+    def statement(self, indent: int, depth: int, loop, scope, iterating_v) -> list[str]:
+        pad = " " * indent
+        kinds = ["assign", "assign", "assign"]
+        if depth < self.max_depth:
+            kinds += ["if", "if", "while", "for"]
+        if loop is not None:
+            kinds += ["exit"]
+        kinds += ["return"] if depth > 0 else []
+        kind = self.pick(kinds)
+        if kind == "assign":
+            return [pad + self.assign(scope, iterating_v)]
+        if kind == "return":
+            return [pad + f"if {self.cond(scope)}:", pad + "    " + RETURN]
+        if kind == "exit":
+            word = self.pick(["break", "continue", "return"])
+            stmt = RETURN if word == "return" else word
+            if self.draw(st.booleans()):
+                return [pad + f"if {self.cond(scope)}:", pad + "    " + stmt]
+            return [pad + f"if {self.cond(scope)}:", pad + "    " + self.assign(scope, iterating_v),
+                    pad + "else:", pad + "    " + stmt]
+        if kind == "if":
+            out = [pad + f"if {self.cond(scope)}:"] + self.block(indent + 4, depth + 1, loop, scope, iterating_v)
+            tail = self.pick(["none", "else", "elif"])
+            if tail == "elif":
+                out += [pad + f"elif {self.cond(scope)}:"] + self.block(indent + 4, depth + 1, loop, scope,
+                                                                         iterating_v)
+            if tail in ("else", "elif") and self.draw(st.booleans()):
+                out += [pad + "else:"] + self.block(indent + 4, depth + 1, loop, scope, iterating_v)
+            return out
+        i = next(self.fresh)
+        if kind == "while":
+            c = f"i{i}"
+            extra = f" and ({self.cond(scope)})" if self.draw(st.booleans()) else ""
+            out = [pad + f"{c} = 0", pad + f"while {c} < n{extra}:", pad + f"    {c} += 1"]
+            out += self.block(indent + 4, depth + 1, c, scope + (c,), iterating_v)
+            if self.draw(st.integers(0, 3)) == 0:
+                out += [pad + "else:", pad + "    " + self.assign(scope, iterating_v)]
+            return out
+        form = self.pick(["range_n", "range_n", "over_v", "enumerate_v", "python_range"])
+        if form == "range_n":
+            head, names, over_v = f"for j{i} in range(n):", (f"j{i}",), False
+        elif form == "over_v":
+            head, names, over_v = f"for e{i} in v:", (f"e{i}",), True
+        elif form == "enumerate_v":
+            head, names, over_v = f"for j{i}, e{i} in enumerate(v):", (f"j{i}", f"e{i}"), True
+        else:
+            head, names, over_v = f"for j{i} in range({self.k(1, 3)}):", (f"j{i}",), False
+        out = [pad + head] + self.block(indent + 4, depth + 1, names[0], scope + names, iterating_v or over_v)
+        if self.draw(st.integers(0, 3)) == 0:
+            out += [pad + "else:", pad + "    " + self.assign(scope, iterating_v)]
+        return out
+
+
+@st.composite
+def programs(draw, max_depth: int = 3, max_statements: int = 14) -> str:
+    gen = _Gen(draw, max_depth, max_statements)
+    body = gen.block(4, 0, None, ())
+    return HEADER + "\n".join(body) + "\n    " + RETURN + "\n"
+
+
+def define(source: str):
+    """Defines `program` from source, registered with linecache so that it can be converted."""
+    filename = f"/flowgraph-random/program_{next(_counter)}.py"
+    lines = source.splitlines(keepends=True)
+    linecache.cache[filename] = (len(source), None, lines, filename)
+    namespace: dict = {}
+    exec(compile(source, filename, "exec"), namespace)
+    return namespace["program"], filename
+
+
+def forget(filename: str) -> None:
+    linecache.cache.pop(filename, None)
