@@ -387,6 +387,11 @@ def _merged_dtypes(t, f, name, meta_t, meta_f) -> list:
     in_t, in_f = _branch_where(meta_t, meta_f)
     if_at = f" of the `if` at {meta_t.get('filename')}:{meta_t.get('if_line')}" if meta_t.get("if_line") else ""
     if not nest.same_structure(t, f) or _is_composite(t) != _is_composite(f):
+        if label == "the return value" and (t is None or f is None):
+            raise StagingError(f"the function returns {_describe(t)}{in_t} but {_describe(f)}{in_f}{if_at}; "
+                               "a function that ends without `return` (or with a bare `return`) returns None, and "
+                               "under a graph-tensor condition every path must return the same structure: "
+                               "return a value on every path")
         raise StagingError(f"{label} is {_describe(t)}{in_t} but {_describe(f)}{in_f}{if_at}; under a graph-"
                            "tensor condition both branches must give it the same structure")
     out = []

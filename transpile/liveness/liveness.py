@@ -10,7 +10,8 @@ from transpile.liveness.dataflow import solve
 
 
 def _kills(name, killed) -> bool:
-    return any(name.has_prefix(k) for k in killed)
+    """Writing `a` ends the life of `a`, `a.b` and `x[a]` (a composite whose support changed)."""
+    return any(name.has_prefix(k) or k in name.support for k in killed)
 
 
 def analyze(fn_node, graph: cfg_mod.Graph) -> None:
