@@ -10,7 +10,7 @@ import astor
 import gast
 
 from transpile import anno, ast_util, liveness, parsing
-from transpile.converters import (asserts, break_statements, call_trees, conditional_expressions,
+from transpile.converters import (asserts, break_statements, call_trees, conditional_expressions, dead_flags,
                                   conditionals, continue_statements, guard_clauses, lists,
                                   logical_expressions, loops, return_statements, slices, unsupported, variables)
 from transpile.converters.base import Context, walk_same_scope
@@ -112,7 +112,8 @@ def convert_node(node, ctx: Context):
         ast_util.locate(fn, node)
         node = fn
     generators = {id(g): copy.deepcopy(g.body) for g in _nested_generators(node)}
-    for step in (guard_clauses, return_statements, break_statements, continue_statements, asserts, lists, slices):
+    for step in (guard_clauses, return_statements, break_statements, continue_statements, dead_flags, asserts,
+                 lists, slices):
         node = step.transform(node, ctx)
     liveness.analyze(node)
     node = call_trees.transform(node, ctx)

@@ -6,6 +6,7 @@ import gast
 from transpile import anno
 from transpile import ast_util as A
 from transpile.converters.base import Context, Converter, LOOPS, walk_same_loop
+from transpile.converters.return_statements import RETURN_FLAG
 
 EXTRA_TEST = "extra_test"  # on a For node: an expression that must stay true to keep iterating
 
@@ -45,7 +46,8 @@ class BreakStatements(Converter):
         out = []
         for i, s in enumerate(stmts):
             if isinstance(s, gast.Break):
-                out.append(A.locate(A.assign(A.name(flag, gast.Store()), A.const(True)), s))
+                if anno.get_anno(s, RETURN_FLAG) != flag:  # a return's break: its flag is set already
+                    out.append(A.locate(A.assign(A.name(flag, gast.Store()), A.const(True)), s))
                 return out
             sets = isinstance(s, (gast.If, gast.With, gast.Try)) and _breaks([s])
             if sets:
@@ -55,7 +57,9 @@ class BreakStatements(Converter):
                         setattr(s, block, self._lower(sub, flag) or [A.pass_(s)])
                 for h in getattr(s, "handlers", None) or []:
                     h.body = self._lower(h.body, flag) or [A.pass_(h)]
-            out.append(s)
+            if not (sets and isinstance(s, gast.If) and not s.orelse
+                    and all(isinstance(b, gast.Pass) for b in s.body)):
+                out.append(s)  # (`if do_return: break` lowers to nothing when do_return is the flag)
             rest = stmts[i + 1:]
             if sets and rest:
                 guarded = self._lower(rest, flag)
@@ -69,10 +73,14 @@ class BreakStatements(Converter):
         orelse, node.orelse = node.orelse, []
         if not _breaks(node.body):
             return [node] + orelse
-        flag = self.ctx.namer.new("break_")
+        breaks = [s for s in walk_same_loop(node.body) if isinstance(s, gast.Break)]
+        return_flags = {anno.get_anno(b, RETURN_FLAG) for b in breaks}
+        shared = len(return_flags) == 1 and None not in return_flags
+        # a loop left only by returns uses the return flag as its own
+        flag = return_flags.pop() if shared else self.ctx.namer.new("break_")
         self.ctx.generated.add(flag)
         node.body = self._lower(node.body, flag) or [A.pass_(node)]
-        init = A.locate(A.assign(A.name(flag, gast.Store()), A.const(False)), node)
+        init = None if shared else A.locate(A.assign(A.name(flag, gast.Store()), A.const(False)), node)
         not_broken = A.locate(A.not_(A.name(flag)), node)
         if isinstance(node, gast.While):
             if isinstance(node.test, gast.Constant) and node.test.value is True:
@@ -83,7 +91,7 @@ class BreakStatements(Converter):
             old = anno.get_anno(node, EXTRA_TEST)
             test = not_broken if old is None else gast.BoolOp(op=gast.And(), values=[not_broken, old])
             anno.set_anno(node, EXTRA_TEST, A.locate(test, node))
-        out = [init, node]
+        out = [init, node] if init is not None else [node]
         if orelse:
             out.append(A.locate(A.if_(A.not_(A.name(flag)), orelse), orelse[0]))
         return out

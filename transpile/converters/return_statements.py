@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import gast
 
+from transpile import anno
 from transpile import ast_util as A
 from transpile.converters.base import Context, LOOPS, block_exits, walk_same_scope
 
@@ -48,6 +49,15 @@ def _all_tail(stmts) -> bool:
             if has and not all(_all_tail(b) for b in blocks if b):
                 return False
     return True
+
+
+RETURN_FLAG = "return_flag"  # on a Break: it leaves the loop because of a return (the flag is set)
+
+
+def _return_break(flag: str, origin):
+    brk = A.locate(gast.Break(), origin)
+    anno.set_anno(brk, RETURN_FLAG, flag)
+    return brk
 
 
 class ReturnStatements:
@@ -157,7 +167,7 @@ class ReturnStatements:
                 setter = A.locate(A.assign(A.name(flag, gast.Store()), A.const(True)), s)
                 out.extend([setter, self._assign_retval(s, retval)])
                 if in_loop:
-                    out.append(A.locate(gast.Break(), s))
+                    out.append(_return_break(flag, s))
                 return out
             may = self._may_return(s)
             if may:
@@ -167,7 +177,7 @@ class ReturnStatements:
                 continue
             if in_loop:
                 if isinstance(s, LOOPS):
-                    out.append(A.locate(A.if_(A.name(flag), [A.locate(gast.Break(), s)]), s))
+                    out.append(A.locate(A.if_(A.name(flag), [_return_break(flag, s)]), s))
                 continue
             rest = self._flag_block(stmts[i + 1:], retval, flag, in_loop)
             if rest:
