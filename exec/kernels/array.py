@@ -4,6 +4,8 @@ from __future__ import annotations
 import numpy as np
 
 from exec.kernels import kernel, simple
+from graph import shapes as _sh
+from graph.ops._util import static_value
 
 
 def _scalar(out):
@@ -31,11 +33,23 @@ def _size(node, rt):
 simple("Rank", lambda x: np.int64(np.ndim(x)))
 
 
-def _reshape(x, shape):
-    return np.reshape(x, shape)
+def _static_shape(node, k: int):
+    """Input k (a shape) as a tuple when the graph fixes it, so the kernel skips converting it."""
+    v = static_value(node.inputs[k])
+    return None if v is None else tuple(int(d) for d in np.asarray(v).reshape(-1))
 
 
-simple("Reshape", _reshape)
+@kernel("Reshape")
+def _reshape(node, rt):
+    static = _static_shape(node, 1)
+    if static is not None:
+        def reshape_static(x, shape):
+            return np.asarray(x).reshape(static)
+        return reshape_static
+
+    def reshape(x, shape):
+        return np.asarray(x).reshape(shape.tolist())
+    return reshape
 
 
 @kernel("Transpose")
@@ -113,18 +127,22 @@ def _split(node, rt):
     return split
 
 
-def _tile(x, reps):
-    return np.tile(x, tuple(reps.tolist()))
+@kernel("Tile")
+def _tile(node, rt):
+    static = _static_shape(node, 1)
+
+    def tile(x, reps):
+        return np.tile(x, static if static is not None else tuple(reps.tolist()))
+    return tile
 
 
-simple("Tile", _tile)
+@kernel("BroadcastTo")
+def _broadcast_to(node, rt):
+    static = _static_shape(node, 1)
 
-
-def _broadcast_to(x, shape):
-    return np.broadcast_to(x, tuple(shape.tolist()))
-
-
-simple("BroadcastTo", _broadcast_to)
+    def broadcast_to(x, shape):
+        return np.broadcast_to(x, static if static is not None else tuple(shape.tolist()))
+    return broadcast_to
 
 
 def sum_to_shape(x, shape):
@@ -143,7 +161,20 @@ def sum_to_shape(x, shape):
     return _scalar(out.reshape(shape))
 
 
-simple("SumToShape", sum_to_shape)
+@kernel("SumToShape")
+def _sum_to_shape(node, rt):
+    target, x_shape = _static_shape(node, 1), node.inputs[0].shape
+    if target is None or not _sh.is_fully_defined(x_shape) or len(x_shape) < len(target):
+        return sum_to_shape
+    # both shapes fixed: the summed axes are known when the plan is built
+    lead = len(x_shape) - len(target)
+    axes = tuple(range(lead)) + tuple(lead + i for i, d in enumerate(target) if d == 1 and x_shape[lead + i] != 1)
+    if not axes:
+        return sum_to_shape
+
+    def sum_to_static_shape(x, shape):
+        return _scalar(np.add.reduce(x, axis=axes, dtype=x.dtype, keepdims=True).reshape(target))
+    return sum_to_static_shape
 
 
 @kernel("Gather")
