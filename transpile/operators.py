@@ -1163,7 +1163,46 @@ class tracing:
         _tls.tracing -= 1
 
 
+class FormattedText:
+    """An f-string with tensors in it, as `print` shows it: text and run-time values."""
+
+    def __init__(self, parts):
+        self.parts = parts
+
+
+class _Formatted:
+    def __init__(self, value, spec):
+        self.value, self.spec = value, spec
+
+
+def fstr(*parts):
+    """`f"..."` in a print: the joined text, or the parts when a tensor is among them."""
+    if any(_has_graph_values(p) or isinstance(p, (_Formatted, MaybeDefined, TensorList)) for p in parts):
+        return FormattedText(parts)
+    return "".join(p if isinstance(p, str) else format(p, "") for p in parts)
+
+
+def fmt(value, spec="", conversion=-1):
+    """`f"{value!conversion:spec}"`; a tensor prints its run-time value (without the spec)."""
+    if is_tensor(value) or isinstance(value, (MaybeDefined, TensorList)):
+        return _Formatted(value, spec)
+    if conversion == ord("r"):
+        value = repr(value)
+    elif conversion == ord("s"):
+        value = str(value)
+    elif conversion == ord("a"):
+        value = ascii(value)
+    return format(value, spec)
+
+
 def _print_parts(value, out: list) -> None:
+    if isinstance(value, FormattedText):
+        for p in value.parts:
+            if isinstance(p, str):
+                out.append(p)
+            else:
+                _print_parts(p.value if isinstance(p, _Formatted) else p, out)
+        return
     if isinstance(value, MaybeDefined):
         value = value.read()
     if isinstance(value, TensorList):
@@ -1196,7 +1235,8 @@ def print_(*values, sep=" ", end="\n", file=None, flush=False):
 
     Outside a graph (no tensors, not tracing) it is Python's print.
     """
-    if not (_tracing() or any(_has_graph_values(v) or isinstance(v, (MaybeDefined, TensorList)) for v in values)):
+    if not (_tracing() or any(_has_graph_values(v) or isinstance(v, (MaybeDefined, TensorList, FormattedText))
+                              for v in values)):
         return _py.print(*values, sep=sep, end=end, file=file, flush=flush)
     if file not in (None, sys.stdout):
         if any(_has_graph_values(v) for v in values):
@@ -1448,7 +1488,7 @@ namespace = types.SimpleNamespace(
     if_stmt=if_stmt, if_exp=if_exp, while_stmt=while_stmt, for_stmt=for_stmt,
     and_=and_, or_=or_, not_=not_,
     Undefined=Undefined, undefined_return=undefined_return, ld=ld, to_global=to_global,
-    list_append=list_append, set_item=set_item, assert_stmt=assert_stmt, call=call,
+    list_append=list_append, set_item=set_item, assert_stmt=assert_stmt, call=call, fstr=fstr, fmt=fmt,
     print=print_, range=range_, len=len_, enumerate=enumerate_, zip=zip_, abs=abs_, min=min_, max=max_,
     sum=sum_, int=int_, float=float_, bool=bool_, isinstance=isinstance_,
 )

@@ -622,3 +622,120 @@ def test_variables_created_inside_are_created_once():
     assert f(2.0) == 6.0
     assert f(2.0) == 12.0
     assert f(np.float32(2.0)) == 24.0  # a new trace reuses the Variable
+
+
+# --------------------------------------------------------------------------- more Python
+
+class Base:
+    def f(self, x):
+        return x * 2
+
+
+class Child(Base):
+    def f(self, x):
+        if x > 0:
+            return super().f(x) + 1
+        return x
+
+
+def uses_super(x):
+    return Child().f(x)
+
+
+def count_up(n):
+    for i in range(n):
+        yield i
+
+
+def uses_generator(x):
+    s = x
+    for k in count_up(3):
+        s = s + k
+    return s
+
+
+def try_finally_in_loop(x, n):
+    s = 0.0
+    i = 0
+    while i < n:
+        try:
+            s += x[i]
+            if s > 3:
+                break
+        finally:
+            i += 1
+    return s, i
+
+
+def late_binding(x):
+    fs = []
+    for k in range(3):
+        fs.append(lambda: k * x)
+    return [f() for f in fs]
+
+
+def nested_def_in_loop(x, n):
+    s = 0.0
+    for i in range(n):
+        def sq(v):
+            return v * v if v > 0 else -v
+        s += sq(x[i])
+    return s
+
+
+def walrus_in_test(x):
+    if (y := x * 2) > 3:
+        y = y + 1
+    return y
+
+
+def while_else_return(x, n):
+    i = 0
+    while i < n:
+        if x[i] > 2:
+            return x[i]
+        i += 1
+    else:
+        return -1.0
+
+
+def swap_state(x, n):
+    a, b = 0.0, 1.0
+    for i in range(n):
+        a, b = b, a + b * x
+    return a, b
+
+
+def dict_state(x, n):
+    d = {"s": 0.0, "c": 0}
+    for i in range(n):
+        d["s"] += x[i]
+        d["c"] += 1
+    return d
+
+
+@pytest.mark.parametrize("fn,argsets", [
+    (uses_super, [(2.0,), (-1.0,)]),
+    (uses_generator, [(1.0,)]),
+    (try_finally_in_loop, [(A, 4), (A, 2)]),
+    (late_binding, [(2.0,)]),
+    (nested_def_in_loop, [(A, 4)]),
+    (walrus_in_test, [(1.0,), (2.0,)]),
+    (while_else_return, [(A, 4), (A, 1)]),
+    (swap_state, [(0.5, 4), (0.5, 0)]),
+    (dict_state, [(A, 3)]),
+], ids=lambda v: getattr(v, "__name__", ""))
+def test_more_python(fn, argsets):
+    assert_converted_equivalent(fn, *argsets)
+
+
+def fstring_print(x):
+    print(f"value {x} and {x * 2}!")
+    return x
+
+
+def test_fstrings_in_print_show_tensor_values(capsys):
+    f = transpile.function(fstring_print)
+    capsys.readouterr()
+    f(1.5)
+    assert capsys.readouterr().out == "value 1.5 and 3.0!\n"

@@ -110,6 +110,19 @@ def block_exits(stmts, kinds) -> bool:
         return True
     if isinstance(last, gast.If):
         return block_exits(last.body, kinds) and block_exits(last.orelse, kinds)
+    if isinstance(last, LOOPS):
+        # without a break, a loop is left through its else block (or, for `while True`, not at all)
+        if any(isinstance(s, gast.Break) for s in walk_same_loop(last.body)):
+            return False
+        endless = isinstance(last, gast.While) and isinstance(last.test, gast.Constant) and last.test.value is True
+        return endless or block_exits(last.orelse, kinds)
+    if isinstance(last, gast.With):
+        return block_exits(last.body, kinds)
+    if isinstance(last, gast.Try):
+        if last.finalbody and block_exits(last.finalbody, kinds):
+            return True
+        main = block_exits(last.orelse, kinds) if last.orelse else block_exits(last.body, kinds)
+        return main and all(block_exits(h.body, kinds) for h in last.handlers)
     return False
 
 

@@ -71,7 +71,9 @@ class CallTrees(Converter):
         n = ag.len(xs)
         z = np.tanh(h)
 
-    Targets resolved at conversion time to numpy, the standard library or this
+    An f-string argument of `print` becomes `ag.fstr(...)` of its parts, so
+    that tensors in it print their run-time values. Targets resolved at
+    conversion time to numpy, the standard library or this
     project, and methods of arrays on local values (`x.sum()`), are left as they
     are; nested functions and lambdas of the converted function are converted
     with it. Zero-argument `super()` gets its explicit form.
@@ -143,6 +145,20 @@ class CallTrees(Converter):
                 return False, None
         return True, value
 
+    def _formatted(self, joined):
+        """An f-string printed by `print`: its parts, so that tensors in it print their values."""
+        parts = []
+        for v in joined.values:
+            if isinstance(v, gast.FormattedValue):
+                if v.format_spec is None and v.conversion in (-1, None):
+                    parts.append(v.value)
+                else:
+                    spec = v.format_spec if v.format_spec is not None else A.const("")
+                    parts.append(self.ctx.ag_call("fmt", [v.value, spec, A.const(v.conversion)]))
+            else:
+                parts.append(v)
+        return A.locate(self.ctx.ag_call("fstr", parts), joined)
+
     def visit_Call(self, node):
         node = self.generic_visit(node)
         func = node.func
@@ -163,6 +179,8 @@ class CallTrees(Converter):
             if isinstance(func, gast.Name) and func.id in OVERRIDDEN_BUILTINS \
                     and value is getattr(builtins, func.id):
                 node.func = A.locate(self.ctx.ag_attr(func.id), func)
+                if func.id == "print":
+                    node.args = [self._formatted(a) if isinstance(a, gast.JoinedStr) else a for a in node.args]
                 return node
             if is_library_object(value) or isinstance(value, type):
                 return node

@@ -61,10 +61,11 @@ class Conditionals(Converter):
         t_name, f_name = self.ctx.namer.new("if_true"), self.ctx.namer.new("if_false")
         node = self.generic_visit(node)
         scope = self.scopes[-1]
-        modified = body_scope.modified | orelse_scope.modified | S.test_effects(node)
-        state = S.state_vars(modified, live_in, live_out, scope)
+        assigned_by_test = S.test_effects(node)  # a walrus in the test
+        modified = body_scope.modified | orelse_scope.modified | assigned_by_test
+        state = S.state_vars(modified, live_in | assigned_by_test, live_out, scope)
         outs = S.make_vars(state, scope, self.ctx)
-        ins = [v for v in outs if v.qn in live_in]
+        ins = [v for v in outs if v.qn in live_in or v.qn in assigned_by_test]
         returns = S.values_expr(outs) if outs else None
         orelse_origin = node.orelse[0] if node.orelse else node
         meta_common = {"kind": "if", "if_line": node.lineno}

@@ -13,6 +13,7 @@ class Unsupported:
             yield x            # generators: use a loop that collects values in a list
         async def f(x): ...    # coroutines
         match x: ...           # structural pattern matching on values that may be tensors
+        while (v := f()) > 0:  # an assignment in a loop condition
 
     Nested generator functions are left as plain Python (they are not converted).
     """
@@ -34,6 +35,10 @@ class Unsupported:
                         "and return it, or mark the function with @transpile.do_not_convert", n)
                 if isinstance(n, gast.Await):
                     raise self.ctx.error("`await` is not supported in converted code", n)
+                if isinstance(n, gast.While) and any(isinstance(m, gast.NamedExpr) for m in gast.walk(n.test)):
+                    raise self.ctx.error("an assignment expression (`:=`) in a `while` condition is not supported "
+                                         "in converted code; assign the value before the loop and at the end of "
+                                         "its body", n)
                 if type(n).__name__ == "Match":
                     raise self.ctx.error("`match` statements are not supported in converted code; "
                                          "use if/elif", n)
