@@ -182,11 +182,10 @@ class Variable:
     def assign_at(self, index, value, name: str | None = None) -> Tensor:
         """`v[index] = value` (numpy assignment; `index` may hold tensors); returns the new value."""
         spec, dyn = parse_index(index)
-        if isinstance(value, Tensor) or hasattr(value, "_as_graph_tensor"):
-            x = convert(value)
+        if isinstance(value, (bool, int, float)):
+            x = constant(value, _dt.dtype_of_python_scalar(value, self.dtype))
         else:
-            x = convert(value, like=None) if not isinstance(value, (bool, int, float)) else \
-                constant(value, _dt.dtype_of_python_scalar(value, self.dtype))
+            x = convert(value)
         if x.dtype is _dt.variant or not np.can_cast(x.dtype, self.dtype, casting="same_kind"):
             raise DTypeError(f"cannot assign a {x.dtype} value into Variable {self.name!r} of dtype {self.dtype}; "
                              "cast it first")
