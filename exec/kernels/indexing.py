@@ -59,6 +59,11 @@ def _getitem(node, rt):
             return x[key]
         return getitem_static
 
+    if len(items) == 1 and isinstance(items[0], Dyn) and items[0].kind == "scalar":
+        def getitem_scalar(x, i):  # x[i] in a loop over the first axis: the common dynamic case
+            return x[operator.index(i)]
+        return getitem_scalar
+
     def getitem(x, *dyn):
         return np.asarray(x)[key_of(dyn)]
     return getitem
