@@ -4,6 +4,7 @@ from __future__ import annotations
 import functools
 import inspect
 import logging
+import os
 import threading
 import types
 import warnings
@@ -13,6 +14,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 import graph
+import graph.errors
 from exec import Session
 from graph import nest
 from graph.core import Tensor
@@ -304,8 +306,12 @@ class Function:
     def __call__(self, *args, **kwargs):
         if operators._tracing():
             return self._transpile_inline()(*args, **kwargs)
-        trace = self._trace_for(args, kwargs)
-        return self._run(trace, args, kwargs)
+        try:
+            trace = self._trace_for(args, kwargs)
+            return self._run(trace, args, kwargs)
+        except Exception as e:
+            _hide_internal_frames(e)
+            raise
 
     def _transpile_inline(self):
         return converted_function(self.python_function)
@@ -467,6 +473,31 @@ class _BoundFunction:
 
     def __getattr__(self, name):
         return getattr(self._function, name)
+
+
+def _hide_internal_frames(exc: BaseException) -> None:
+    """Drops this system's own frames from a traceback, so that it shows the user's code only.
+
+    Set the environment variable FLOWGRAPH_FULL_TRACEBACKS=1 to keep them.
+    """
+    if os.environ.get("FLOWGRAPH_FULL_TRACEBACKS"):
+        return
+    frames = []
+    tb = exc.__traceback__
+    while tb is not None:
+        frames.append(tb)
+        tb = tb.tb_next
+    keep = [t for t in frames if not graph.errors.is_internal(t.tb_frame.f_code.co_filename)]
+    if len(keep) == len(frames):
+        return
+    if not keep:
+        exc.__traceback__ = frames[0]
+        frames[0].tb_next = None
+        return
+    for a, b in zip(keep, keep[1:]):
+        a.tb_next = b
+    keep[-1].tb_next = None
+    exc.__traceback__ = keep[0]
 
 
 def _finish_outputs(out):

@@ -261,6 +261,8 @@ def _describe(v) -> str:
 def _var_label(name, meta) -> str:
     if name in meta.get("return_vars", ()):
         return "the return value"
+    if name.startswith("<"):  # the value of an expression, e.g. "<the conditional expression>"
+        return name[1:-1]
     return f"variable '{name}'"
 
 
@@ -278,11 +280,6 @@ def _predicate(value, what: str) -> Tensor:
     if t.dtype != np.bool_:
         t = graph.not_equal(t, graph.constant(np.zeros((), t.dtype)))
     return t
-
-
-def _source_line(fn_meta) -> str:
-    f, line = fn_meta.get("filename"), fn_meta.get("line")
-    return f"{f}:{line}" if f and line else ""
 
 
 # --------------------------------------------------------------------------- conditionals
@@ -580,7 +577,8 @@ def if_exp(test, if_true, if_false):
     """`if_true() if test else if_false()`; only the chosen side runs."""
     if not is_tensor(test):
         return if_true() if test else if_false()
-    return _graph_cond(_predicate(test, "a conditional expression"), if_true, if_false, (), ("value",),
+    return _graph_cond(_predicate(test, "a conditional expression"), if_true, if_false, (),
+                       ("<the value of the conditional expression>",),
                        "a conditional expression")
 
 
@@ -591,7 +589,7 @@ def and_(first, *rest):
         if is_tensor(value):
             remaining = rest[i:]
             return _graph_cond(_predicate(value, "`and`"), lambda: and_(remaining[0](), *remaining[1:]),
-                               lambda: value, (), ("value",), "`and`")
+                               lambda: value, (), ("<the value of the `and` expression>",), "`and`")
         if not value:
             return value
         value = fn()
@@ -605,7 +603,8 @@ def or_(first, *rest):
         if is_tensor(value):
             remaining = rest[i:]
             return _graph_cond(_predicate(value, "`or`"), lambda: value,
-                               lambda: or_(remaining[0](), *remaining[1:]), (), ("value",), "`or`")
+                               lambda: or_(remaining[0](), *remaining[1:]), (),
+                               ("<the value of the `or` expression>",), "`or`")
         if value:
             return value
         value = fn()
@@ -623,6 +622,26 @@ def not_(value):
 
 
 # --------------------------------------------------------------------------- loops
+
+_UNROLL_WARNING_ITERATIONS = 1000
+_warned_unrolled: set = set()
+
+
+def _check_unrolling(loop_body, iterations: int, g, nodes_before: int) -> None:
+    """Warns once per loop when a Python loop adds many copies of its body to the graph."""
+    if iterations != _UNROLL_WARNING_ITERATIONS or len(g.nodes) == nodes_before:
+        return
+    code = getattr(loop_body, "__code__", None)
+    if code in _warned_unrolled:
+        return
+    _warned_unrolled.add(code)
+    meta = conversion.metadata_for(loop_body)
+    where = _loop_where(meta, meta.get("kind", "")) if meta else "a loop"
+    warnings.warn(f"{where} has run {iterations} iterations in Python while the graph is built, adding "
+                  f"{len(g.nodes) - nodes_before} nodes so far: its condition or iterable is a Python value, so "
+                  "it unrolls into the graph. Make it a graph tensor (e.g. a tensor loop bound) for a graph loop",
+                  stacklevel=3)
+
 
 class _LoopFrame:
     """A graph loop whose body is being traced: which Python lists it carries (for list.append)."""
@@ -857,6 +876,7 @@ def while_stmt(loop_test, loop_body, state=(), names=()):
     g = graph.get_default_graph()
     checkpoint = g._checkpoint()
     start = _fresh(state)
+    nodes_before = len(g.nodes)
     test = loop_test(*state)
     iterations = 0
     while not is_tensor(test):
@@ -864,6 +884,7 @@ def while_stmt(loop_test, loop_body, state=(), names=()):
             return _result(state, names) if names else None
         state = _outputs(loop_body(*state), names)
         iterations += 1
+        _check_unrolling(loop_body, iterations, g, nodes_before)
         test = loop_test(*state)
     g._rollback(checkpoint)
     meta = conversion.metadata_for(loop_body)
@@ -1029,6 +1050,7 @@ def for_stmt(iterable, loop_body, state=(), names=(), loop_test=None):
     checkpoint = g._checkpoint()
     start = _fresh(state)
     items = iter(iterable)
+    nodes_before, iterations = len(g.nodes), 0
     while True:
         if loop_test is not None:
             go = loop_test(*state)
@@ -1050,6 +1072,8 @@ def for_stmt(iterable, loop_body, state=(), names=(), loop_test=None):
         except StopIteration:
             break
         state = _outputs(loop_body(item, *state), names)
+        iterations += 1
+        _check_unrolling(loop_body, iterations, g, nodes_before)
     return _result(state, names) if names else None
 
 
@@ -1337,6 +1361,10 @@ def range_(*args):
     """`range(*args)`; with tensor bounds, a range a `for` loop iterates in the graph."""
     if not any(is_tensor(a) for a in args):
         return _py.range(*args)
+    for a in args:
+        kind = graph.convert(a).dtype.kind if is_tensor(a) else ("i" if isinstance(a, (int, np.integer)) else "f")
+        if kind not in "iu":
+            raise TypeError(f"range() needs integers, got {_describe(a)}")
     if len(args) == 1:
         start, stop, step = 0, args[0], 1
     elif len(args) == 2:
