@@ -384,6 +384,14 @@ def _merged_dtypes(t, f, name, meta_t, meta_f) -> list:
     in_t, in_f = _branch_where(meta_t, meta_f)
     if_at = f" of the `if` at {meta_t.get('filename')}:{meta_t.get('if_line')}" if meta_t.get("if_line") else ""
     if not nest.same_structure(t, f) or _is_composite(t) != _is_composite(f):
+        if _grown_list(t, f) or _grown_list(f, t):
+            frames = _loop_frames()
+            if frames and frames[-1].promotable:
+                raise _Promote(frames[-1].token)
+            raise StagingError(f"{label} is appended to in one branch only{if_at} ({_describe(t)}{in_t}, "
+                               f"{_describe(f)}{in_f}); under a graph-tensor condition that needs a graph loop, "
+                               "where the list becomes a TensorArray: put it in a loop over a tensor (or over "
+                               "`range(n)` with a tensor n)")
         if label == "the return value" and (t is None or f is None):
             raise StagingError(f"the function returns {_describe(t)}{in_t} but {_describe(f)}{in_f}{if_at}; "
                                "a function that ends without `return` (or with a bare `return`) returns None, and "
@@ -404,6 +412,11 @@ def _merged_dtypes(t, f, name, meta_t, meta_f) -> list:
         da, db = _leaf_dtype(a), _leaf_dtype(b)
         out.append(_join_dtypes(da, db, _is_weak(a), _is_weak(b), label, in_t, in_f, if_at))
     return out
+
+
+def _grown_list(short, long) -> bool:
+    return isinstance(short, list) and isinstance(long, list) and len(long) > len(short) and \
+        all(a is b for a, b in zip(short, long))
 
 
 def _join_dtypes(da, db, weak_a, weak_b, label, in_a, in_b, where):
@@ -644,11 +657,28 @@ def _check_unrolling(loop_body, iterations: int, g, nodes_before: int) -> None:
 
 
 class _LoopFrame:
-    """A graph loop whose body is being traced: which Python lists it carries (for list.append)."""
+    """A loop being traced: a graph loop's body (with the Python lists it carries, for
+    list.append), or a Python loop that could become a graph loop (`promotable`)."""
 
-    def __init__(self, token, lists: dict):
+    def __init__(self, token, lists: dict, promotable: bool = False):
         self.token = token
         self.lists = lists  # id(list object) -> index of the loop variable
+        self.promotable = promotable
+
+
+class _Promote(BaseException):
+    """Rebuild the innermost Python loop as a graph loop (never seen by user code)."""
+
+    def __init__(self, token):
+        super().__init__("internal: make a Python loop a graph loop")
+        self.token = token
+
+
+def _python_loop(promotable: bool):
+    """Pushes the frame of a Python loop (remove it when the loop ends)."""
+    frame = _LoopFrame(object(), {}, promotable)
+    _loop_frames().append(frame)
+    return frame
 
 
 def _initial_mode(value) -> tuple:
@@ -813,11 +843,12 @@ def _graph_loop(cond_fn, body_fn, internal, state, names, meta, kind: str, loop_
             lists = {id(v): i for i, v in enumerate(current) if isinstance(v, list)}
             lengths = {i: len(v) for i, v in enumerate(current) if isinstance(v, list)}
             frames = _loop_frames()
-            frames.append(_LoopFrame(token, lists))
+            frame = _LoopFrame(token, lists)
+            frames.append(frame)
             try:
                 new_internal, out = body_fn(vs[:len(internal)], current)
             finally:
-                frames.pop()
+                frames.remove(frame)
             out = _outputs(out, names)
             changes, result = {}, []
             for i, n in lengths.items():
@@ -877,15 +908,22 @@ def while_stmt(loop_test, loop_body, state=(), names=()):
     checkpoint = g._checkpoint()
     start = _fresh(state)
     nodes_before = len(g.nodes)
-    test = loop_test(*state)
     iterations = 0
-    while not is_tensor(test):
-        if not test:
-            return _result(state, names) if names else None
-        state = _outputs(loop_body(*state), names)
-        iterations += 1
-        _check_unrolling(loop_body, iterations, g, nodes_before)
+    frame = _python_loop(promotable=True)
+    try:
         test = loop_test(*state)
+        while not is_tensor(test):
+            if not test:
+                return _result(state, names) if names else None
+            state = _outputs(loop_body(*state), names)
+            iterations += 1
+            _check_unrolling(loop_body, iterations, g, nodes_before)
+            test = loop_test(*state)
+    except _Promote as p:
+        if p.token is not frame.token:
+            raise
+    finally:
+        _loop_frames().remove(frame)
     g._rollback(checkpoint)
     meta = conversion.metadata_for(loop_body)
     where = _loop_where(meta, "while")
@@ -898,8 +936,7 @@ def while_stmt(loop_test, loop_body, state=(), names=()):
         return (), loop_body(*current)
 
     try:
-        _, final = _graph_loop(cond_fn, body_fn, (), start, names, meta, "while",
-                               f"{where}, which ran zero times" if True else "")
+        _, final = _graph_loop(cond_fn, body_fn, (), start, names, meta, "while", f"{where}, which ran zero times")
     except Exception as e:
         if iterations:
             e.add_note(f"note: {where} became a graph loop because its condition became a graph tensor after "
@@ -1051,30 +1088,38 @@ def for_stmt(iterable, loop_body, state=(), names=(), loop_test=None):
     start = _fresh(state)
     items = iter(iterable)
     nodes_before, iterations = len(g.nodes), 0
-    while True:
-        if loop_test is not None:
-            go = loop_test(*state)
-            if is_tensor(go):
-                if isinstance(iterable, range):
-                    g._rollback(checkpoint)
-                    src = _RangeSource(iterable.start, iterable.stop, iterable.step)
-                    return _graph_for(src, loop_body, start, names, loop_test, meta, where)
-                raise StagingError(
-                    f"{where} iterates over {_describe(iterable)}, so it runs in Python while the graph is "
-                    "built, but whether it stops early (a `break` or `return` inside it) depends on a graph "
-                    "tensor. Iterate over a tensor instead (e.g. `for v in np.asarray(values)` on an array "
-                    "argument, or `range(n)` with a tensor n) so that it becomes a graph loop, or make the "
-                    "condition a Python value")
-            if not go:
+    frame = _python_loop(promotable=isinstance(iterable, range))
+    try:
+        while True:
+            if loop_test is not None:
+                go = loop_test(*state)
+                if is_tensor(go):
+                    if isinstance(iterable, range):
+                        raise _Promote(frame.token)
+                    raise StagingError(
+                        f"{where} iterates over {_describe(iterable)}, so it runs in Python while the graph is "
+                        "built, but whether it stops early (a `break` or `return` inside it) depends on a graph "
+                        "tensor. Iterate over a tensor instead (e.g. `for v in np.asarray(values)` on an array "
+                        "argument, or `range(n)` with a tensor n) so that it becomes a graph loop, or make the "
+                        "condition a Python value")
+                if not go:
+                    break
+            try:
+                item = next(items)
+            except StopIteration:
                 break
-        try:
-            item = next(items)
-        except StopIteration:
-            break
-        state = _outputs(loop_body(item, *state), names)
-        iterations += 1
-        _check_unrolling(loop_body, iterations, g, nodes_before)
-    return _result(state, names) if names else None
+            state = _outputs(loop_body(item, *state), names)
+            iterations += 1
+            _check_unrolling(loop_body, iterations, g, nodes_before)
+        return _result(state, names) if names else None
+    except _Promote as p:
+        if p.token is not frame.token:
+            raise
+    finally:
+        _loop_frames().remove(frame)
+    g._rollback(checkpoint)
+    src = _RangeSource(iterable.start, iterable.stop, iterable.step)
+    return _graph_for(src, loop_body, start, names, loop_test, meta, where)
 
 
 def _graph_for(source: _Source, loop_body, state, names, loop_test, meta, where):
@@ -1315,11 +1360,38 @@ def _convert_callable(f):
     return None
 
 
+def _stack_like(f, t: Tensor, kwargs):
+    """numpy's sequence functions applied to a list that a graph loop built (now a stacked tensor)."""
+    axis = kwargs.pop("axis", 0)
+    dtype = kwargs.pop("dtype", None)
+    if f is np.concatenate or f is np.vstack:
+        if t.shape is None or len(t.shape) < 2 or axis != 0:
+            raise StagingError(f"np.{f.__name__} of a list built in a graph loop needs its items to have a known "
+                               "rank of at least 1 (and axis=0)")
+        out = graph.reshape(t, (-1,) + tuple(-1 if d is None else d for d in t.shape[2:]))
+    elif f is np.stack and axis != 0:
+        if t.shape is None:
+            raise StagingError("np.stack(..., axis) of a list built in a graph loop needs items of known rank")
+        rank = len(t.shape)
+        axis = axis % rank
+        perm = list(range(1, axis + 1)) + [0] + list(range(axis + 1, rank))
+        out = graph.transpose(t, perm)
+    else:
+        out = t
+    return graph.cast(out, dtype) if dtype is not None else out
+
+
+_SEQUENCE_FUNCTIONS = (np.stack, np.array, np.asarray, np.concatenate, np.vstack)
+
+
 def call(f, *args, **kwargs):
     """`f(*args, **kwargs)`, converting `f` first when it is user code (recursively, cached)."""
     builtin = _BUILTINS.get(f) if isinstance(f, types.BuiltinFunctionType) or isinstance(f, type) else None
     if builtin is not None:
         return builtin(*args, **kwargs)
+    if any(f is g for g in _SEQUENCE_FUNCTIONS) and args and isinstance(args[0], (Tensor, TensorList)):
+        t = args[0].stack() if isinstance(args[0], TensorList) else args[0]
+        return _stack_like(f, t, dict(kwargs))
     from transpile.errors import ConversionError
     try:
         target = _convert_callable(f)

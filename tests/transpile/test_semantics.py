@@ -739,3 +739,21 @@ def test_fstrings_in_print_show_tensor_values(capsys):
     capsys.readouterr()
     f(1.5)
     assert capsys.readouterr().out == "value 1.5 and 3.0!\n"
+
+
+def rnn_with_early_stop(xs, w, u, limit):
+    h = np.zeros(w.shape[0])
+    outs = []
+    for t in range(xs.shape[0]):  # a Python range (static shape) that the tensor break makes a graph loop
+        h = np.tanh(h @ w + xs[t] @ u)
+        if np.abs(h).sum() > limit:
+            break
+        outs.append(h)
+    return np.stack(outs), h
+
+
+def test_list_built_under_a_tensor_condition_in_a_promoted_loop():
+    rng = np.random.RandomState(0)
+    w, u, xs = rng.randn(4, 4) * 0.5, rng.randn(3, 4), rng.randn(6, 3)
+    f = assert_converted_equivalent(rnn_with_early_stop, (xs, w, u, 100.0), (xs, w, u, 2.9))
+    assert "NextIteration" in [n.op for n in f.get_graph(xs, w, u, 1.0).nodes]

@@ -19,6 +19,8 @@ from transpile.liveness.activity import FUNCTION_SCOPE
 # Builtins with a tensor-aware version in the runtime module (`ag.range`, `ag.len`, ...).
 OVERRIDDEN_BUILTINS = frozenset({"range", "len", "enumerate", "zip", "abs", "min", "max", "sum", "int",
                                  "float", "bool", "print", "isinstance"})
+# numpy functions that take a sequence: given a list a graph loop built, they get a stacked tensor.
+SEQUENCE_FUNCTIONS = frozenset({"stack", "array", "asarray", "concatenate", "vstack"})
 # Method names of arrays: `x.sum()` on a local is almost always a tensor method, left alone.
 _ARRAY_METHODS = frozenset(n for n in dir(np.ndarray) if not n.startswith("_")) | {"numpy", "read", "write",
                                                                                   "stack", "unstack", "gather",
@@ -75,7 +77,9 @@ class CallTrees(Converter):
     that tensors in it print their run-time values. Targets resolved at
     conversion time to numpy, the standard library or this
     project, and methods of arrays on local values (`x.sum()`), are left as they
-    are; nested functions and lambdas of the converted function are converted
+    are (except numpy's sequence functions, e.g. `np.stack(outs)`, on a list the
+    function appends to: a graph loop turns such a list into a tensor); nested
+    functions and lambdas of the converted function are converted
     with it. Zero-argument `super()` gets its explicit form.
     """
 
@@ -95,6 +99,12 @@ class CallTrees(Converter):
         first = args[0].id if args else None
         outer = self.locals_stack[-1] if self.locals_stack else (set(), set(), None)
         self.locals_stack.append((local | outer[0], converted | outer[1], first))
+
+    def transform(self, node):
+        self.appended = {n.args[0].id for n in gast.walk(node)
+                         if isinstance(n, gast.Call) and isinstance(n.func, gast.Attribute)
+                         and n.func.attr == "list_append" and n.args and isinstance(n.args[0], gast.Name)}
+        return self.visit(node)
 
     def visit_FunctionDef(self, node):
         self._enter_function(node)
@@ -182,6 +192,9 @@ class CallTrees(Converter):
                 if func.id == "print":
                     node.args = [self._formatted(a) if isinstance(a, gast.JoinedStr) else a for a in node.args]
                 return node
+            if (getattr(value, "__name__", None) in SEQUENCE_FUNCTIONS and getattr(np, value.__name__) is value
+                    and node.args and isinstance(node.args[0], gast.Name) and node.args[0].id in self.appended):
+                return A.locate(self.ctx.ag_call("call", [func] + list(node.args), node.keywords), node)
             if is_library_object(value) or isinstance(value, type):
                 return node
         elif isinstance(func, gast.Attribute) and func.attr in _ARRAY_METHODS \
@@ -192,4 +205,4 @@ class CallTrees(Converter):
 
 
 def transform(fn_node, ctx: Context):
-    return CallTrees(ctx).visit(fn_node)
+    return CallTrees(ctx).transform(fn_node)
