@@ -162,6 +162,8 @@ def _spec(value) -> _Spec:
     for leaf in nest.flatten(value):
         if isinstance(leaf, Tensor):
             leaves.append((leaf.dtype, leaf.shape))
+        elif getattr(leaf, "is_variable", False):
+            leaves.append((np.dtype(leaf.dtype), tuple(leaf.shape)))
         elif is_tensor(leaf):
             t = graph.convert(leaf)
             leaves.append((t.dtype, t.shape))
@@ -202,6 +204,8 @@ def _convert_leaf(v, dtype=None):
 def _leaf_dtype(v):
     if isinstance(v, Tensor):
         return v.dtype
+    if getattr(v, "is_variable", False):
+        return np.dtype(v.dtype)
     if is_tensor(v):
         return graph.convert(v).dtype
     if _is_weak(v):
@@ -682,7 +686,7 @@ def _python_loop(promotable: bool):
 
 
 def _initial_mode(value) -> tuple:
-    if isinstance(value, UndefinedReturn):
+    if isinstance(value, UndefinedReturn) or getattr(value, "is_variable", False):
         return ("fixed",)
     if isinstance(value, Undefined):
         return ("fixed",)
@@ -741,6 +745,8 @@ def _loop_output(v_in, v_out, mode, name, meta, token):
             return None, ("maybe", _spec(like))
         if isinstance(v_in, list) and isinstance(v_out, list):
             return None, ("accumulate",)
+        if getattr(v_in, "is_variable", False) and _numeric(v_out) and _convertible(v_out):
+            return None, ("tensor", None)  # a name bound to a Variable, then to values computed from it
         raise StagingError(f"{label} is {_describe(v_in)} before the graph loop and changes in its body{at} "
                            f"(to {_describe(v_out)}); a graph loop can only carry tensors and numbers (also in "
                            "tuples, lists and dicts)")
@@ -825,7 +831,10 @@ def _graph_loop(cond_fn, body_fn, internal, state, names, meta, kind: str, loop_
         except TypeError as e:
             i = next(i for i in carried if not _convertible(state[i]))
             raise StagingError(f"{_var_label(names[i], meta)} cannot be carried by the graph loop: {e}") from None
-        loop_vars = tuple(internal) + tuple(init[i] for i in carried)
+        # a graph loop needs a variable: a loop whose state lives in Variables only gets a counter
+        extra = () if internal or carried else (graph.constant(np.int64(0)),)
+        n_internal = len(internal) + len(extra)
+        loop_vars = tuple(internal) + extra + tuple(init[i] for i in carried)
         seen_outs: dict = {}
 
         def full_state(values):
@@ -835,11 +844,11 @@ def _graph_loop(cond_fn, body_fn, internal, state, names, meta, kind: str, loop_
             return current
 
         def cond_w(*vs):
-            current = full_state(vs[len(internal):])
+            current = full_state(vs[n_internal:])
             return cond_fn(vs[:len(internal)], current)
 
         def body_w(*vs):
-            current = full_state(vs[len(internal):])
+            current = full_state(vs[n_internal:])
             lists = {id(v): i for i, v in enumerate(current) if isinstance(v, list)}
             lengths = {i: len(v) for i, v in enumerate(current) if isinstance(v, list)}
             frames = _loop_frames()
@@ -867,11 +876,12 @@ def _graph_loop(cond_fn, body_fn, internal, state, names, meta, kind: str, loop_
             changes.update(_weak_fixups(state, modes, init, seen_outs))
             if changes:
                 raise _Retry(token, changes)
-            return tuple(new_internal) + tuple(result)
+            return tuple(new_internal) + tuple(v + np.int64(1) for v in vs[len(internal):n_internal]) + \
+                tuple(result)
 
         try:
             outs = graph.while_loop(cond_w, body_w, loop_vars, parallel_iterations=parallel_iterations,
-                                    names=[f"<{kind} counter>"] * len(internal) + [labels[i] for i in carried])
+                                    names=[f"<{kind} counter>"] * n_internal + [labels[i] for i in carried])
         except _Retry as r:
             if r.token is not token:
                 raise
@@ -880,7 +890,7 @@ def _graph_loop(cond_fn, body_fn, internal, state, names, meta, kind: str, loop_
                 modes[i] = change
             continue
         outs = tuple(outs)
-        final = full_state(outs[len(internal):])
+        final = full_state(outs[n_internal:])
         for i in carried:
             if modes[i][0] == "accumulate" and not isinstance(state[i], TensorList):
                 final[i] = final[i].stack()
