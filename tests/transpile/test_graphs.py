@@ -159,3 +159,35 @@ def test_retrace_report_names_what_changed(caplog):
                                      "y: float64[16] -> float64[8]")
     assert f.last_retrace_report in caplog.text
     assert f.traces == 2
+
+
+def early_exit_loss(w, xs, limit):
+    h = np.zeros(3)
+    outs = []
+    for x in xs:
+        h = np.tanh(h * w + x)
+        if np.abs(h).sum() < limit:
+            break
+        outs.append(h)
+    total = 0.0
+    for o in outs:
+        total = total + np.sum(o ** 2)
+    return total + np.sum(h)
+
+
+def early_exit_gradient(w, xs, limit):
+    loss = early_exit_loss(w, xs, limit)
+    (g,) = grad.gradients(loss, [w])
+    return g, loss
+
+
+@pytest.mark.parametrize("limit", [1.7, 0.0])
+def test_gradients_through_break_and_a_list_built_in_the_loop(limit):
+    rng = np.random.RandomState(1)
+    w, xs = rng.randn(3), rng.randn(6, 3)
+    g, loss = transpile.function(early_exit_gradient)(w, xs, limit)
+    assert loss == pytest.approx(early_exit_loss(w, xs, limit))
+    eps = 1e-6
+    fd = [(early_exit_loss(w + eps * e, xs, limit) - early_exit_loss(w - eps * e, xs, limit)) / (2 * eps)
+          for e in np.eye(3)]
+    np.testing.assert_allclose(g, fd, rtol=1e-5, atol=1e-8)

@@ -757,3 +757,31 @@ def test_list_built_under_a_tensor_condition_in_a_promoted_loop():
     w, u, xs = rng.randn(4, 4) * 0.5, rng.randn(3, 4), rng.randn(6, 3)
     f = assert_converted_equivalent(rnn_with_early_stop, (xs, w, u, 0.0), (xs, w, u, 2.0))
     assert "NextIteration" in [n.op for n in f.get_graph(xs, w, u, 1.0).nodes]
+
+
+LEVEL = graph.Variable(5.0, name="transpile_test_level")
+
+
+def drain(step):
+    while LEVEL.read() > 0:
+        LEVEL.assign_sub(step)
+    return LEVEL.read()
+
+
+def test_graph_loop_whose_state_lives_in_a_variable():
+    LEVEL.load(5.0)
+    assert transpile.function(drain)(1.5) == -1.0
+    assert LEVEL.value == -1.0
+
+
+def doubled_variable(n):
+    x = LEVEL
+    for _ in range(n):
+        x = x * 2
+    return x
+
+
+def test_a_name_bound_to_a_variable_then_to_values():
+    LEVEL.load(3.0)
+    f = transpile.function(doubled_variable)
+    assert f(3) == 24.0 and f(0) == 3.0
