@@ -973,6 +973,10 @@ class _RangeSource(_Source):
         self.start, self.stop, self.step = (_convert_leaf(x, dtype) for x in (start, stop, step))
 
     def n(self):
+        if self.step.node.op != "Const":
+            graph.assert_(graph.not_equal(self.step, 0), "range() arg 3 must not be zero")
+        elif graph.static_value(self.step) == 0:
+            raise ValueError("range() arg 3 must not be zero")
         span = self.stop - self.start
         one = graph.constant(np.ones((), self.step.dtype))
         sign = graph.where(self.step > 0, one, -one)
