@@ -93,7 +93,7 @@ class _ArgSpec:
 
     def describe(self) -> str:
         if self.kind == "input":
-            return f"{self.dtype}[{','.join(str(d) for d in self.shape)}]"
+            return f"{self.dtype}[{','.join('?' if d is None else str(d) for d in self.shape)}]"
         if self.kind == "static":
             return f"static {self.value!r}"
         if self.kind == "variable":
@@ -170,6 +170,45 @@ class _Signature:
         sig = cls(names, structures, specs)
         sig.key = tuple((n, _structure_key(s), tuple(x.key() for x in sp))
                         for n, s, sp in zip(names, structures, specs, strict=True))
+        return sig
+
+    def accepts(self, other: "_Signature") -> bool:
+        """Whether a call with signature `other` can run this trace (its unknown dims match anything)."""
+        if self.names != other.names or len(self.key) != len(other.key):
+            return False
+        for mine, theirs, s1, s2 in zip(self.specs, other.specs, self.structures, other.structures, strict=True):
+            if _structure_key(s1) != _structure_key(s2) or len(mine) != len(theirs):
+                return False
+            for a, b in zip(mine, theirs, strict=True):
+                if a.kind == "input" and b.kind == "input":
+                    if a.dtype != b.dtype or len(a.shape) != len(b.shape) or \
+                            any(x is not None and x != y for x, y in zip(a.shape, b.shape)):
+                        return False
+                elif a.key() != b.key():
+                    return False
+        return True
+
+    def relaxed_with(self, other: "_Signature") -> "_Signature | None":
+        """This signature with the dims that differ from `other` unknown (None: they differ otherwise)."""
+        if self.names != other.names:
+            return None
+        specs = []
+        for mine, theirs, s1, s2 in zip(self.specs, other.specs, self.structures, other.structures, strict=True):
+            if _structure_key(s1) != _structure_key(s2) or len(mine) != len(theirs):
+                return None
+            row = []
+            for a, b in zip(mine, theirs, strict=True):
+                if a.kind == "input" and b.kind == "input" and a.dtype == b.dtype and len(a.shape) == len(b.shape):
+                    row.append(_ArgSpec("input", a.dtype, tuple(x if x == y else None
+                                                                for x, y in zip(a.shape, b.shape))))
+                elif a.key() == b.key():
+                    row.append(a)
+                else:
+                    return None
+            specs.append(row)
+        sig = _Signature(list(self.names), list(self.structures), specs)
+        sig.key = tuple((n, _structure_key(s), tuple(x.key() for x in sp))
+                        for n, s, sp in zip(sig.names, sig.structures, specs, strict=True))
         return sig
 
     def describe(self, i: int) -> str:
@@ -273,6 +312,10 @@ class Function:
     `static_argnames`; other values are fixed by value or identity), caches
     it, runs it and returns numpy values with the function's return structure.
 
+    With `relax_shapes=True`, a call whose array shapes differ from an earlier
+    trace's only in some dims is traced once with those dims unknown, and that
+    graph then serves every such shape.
+
     Variables created inside the function are created on its first trace
     only; later traces (new signatures) reuse the same objects, in creation
     order, so their values persist like those of Variables created outside.
@@ -280,7 +323,7 @@ class Function:
     argument changed (also logged at DEBUG level on logger "transpile").
     """
 
-    def __init__(self, fn, static_argnames=(), parallel_iterations: int | None = None):
+    def __init__(self, fn, static_argnames=(), relax_shapes: bool = False):
         if isinstance(fn, Function):
             fn = fn.python_function
         functools.update_wrapper(self, fn)
@@ -291,6 +334,7 @@ class Function:
         unknown = self.static_argnames - set(self._signature.parameters)
         if unknown:
             raise TypeError(f"static_argnames names unknown parameters of {fn.__qualname__}: {sorted(unknown)}")
+        self.relax_shapes = relax_shapes
         self._traces: dict = {}
         self._last: _Signature | None = None
         self._variables = _VariableScope()
@@ -341,17 +385,28 @@ class Function:
         sig, bound = self._bind(args, kwargs)
         with self._lock:
             trace = self._traces.get(sig.key)
+            if trace is None and self.relax_shapes:
+                trace = next((t for t in self._traces.values() if t.signature.accepts(sig)), None)
             if trace is None:
+                traced = sig
+                if self.relax_shapes:
+                    for t in list(self._traces.values()):
+                        relaxed = t.signature.relaxed_with(sig)
+                        if relaxed is not None:
+                            traced = relaxed
+                            break
                 if self._traces:
                     report = _retrace_report(self.python_function.__qualname__, self._last, sig)
+                    if traced is not sig:
+                        report += f" (relaxed: {'; '.join(traced.names[i] + ': ' + traced.describe(i) for i in range(len(traced.names)) if traced.key[i] != sig.key[i])})"
                     self.retrace_reports.append(report)
                     logger.debug(report)
                     if len(self._traces) == _RETRACE_WARNING_AFTER:
                         warnings.warn(f"{self.python_function.__qualname__} was traced "
                                       f"{_RETRACE_WARNING_AFTER + 1} times; see its retrace_reports ({report})",
                                       stacklevel=3)
-                trace = self._trace(sig, bound)
-                self._traces[sig.key] = trace
+                trace = self._trace(traced, bound)
+                self._traces[traced.key] = trace
             self._last = sig
             return trace
 
@@ -524,8 +579,8 @@ def conversion_undefined():
     return Undefined
 
 
-def function(fn=None, *, static_argnames=()):
-    """Decorator: `@transpile.function` or `@transpile.function(static_argnames=("n",))`."""
+def function(fn=None, *, static_argnames=(), relax_shapes: bool = False):
+    """Decorator: `@transpile.function` or `@transpile.function(static_argnames=("n",), relax_shapes=True)`."""
     if fn is None:
-        return lambda f: Function(f, static_argnames=static_argnames)
-    return Function(fn, static_argnames=static_argnames)
+        return lambda f: Function(f, static_argnames=static_argnames, relax_shapes=relax_shapes)
+    return Function(fn, static_argnames=static_argnames, relax_shapes=relax_shapes)

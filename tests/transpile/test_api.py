@@ -181,3 +181,13 @@ def test_bad_static_argnames_and_bad_calls():
         transpile.function(unrolled, static_argnames=("m",))
     with pytest.raises(TypeError, match="unrolled"):
         transpile.function(unrolled)(1.0)
+
+
+def test_relax_shapes_traces_once_with_unknown_dims():
+    f = transpile.function(unrolled, relax_shapes=True)
+    np.testing.assert_allclose(f(np.ones(3), 2), 4.0 * np.ones(3))
+    np.testing.assert_allclose(f(np.ones(4), 2), 4.0 * np.ones(4))
+    np.testing.assert_allclose(f(np.ones(7), 1), 2.0 * np.ones(7))
+    assert f.traces == 2
+    assert f.last_retrace_report == "retracing unrolled: x: float64[3] -> float64[4] (relaxed: x: float64[?])"
+    assert f.get_graph(np.ones(9), 2).get_tensor("x:0").shape == (None,)
