@@ -461,6 +461,16 @@ def test_item_assignment_on_tensors():
     assert_converted_equivalent(item_assignment, (A, 3))
 
 
+def swap_items(x, i, j):
+    y = x * 1.0
+    y[i], y[j] = y[j], y[i]
+    return y
+
+
+def test_item_assignment_in_tuple_targets():
+    assert_converted_equivalent(swap_items, (A, 0, 3), (A, 2, 2))
+
+
 # --------------------------------------------------------------------------- calls
 
 def helper(v):

@@ -41,9 +41,30 @@ class Slices(Converter):
 
     def visit_Assign(self, node):
         node = self.generic_visit(node)
-        if len(node.targets) == 1 and isinstance(node.targets[0], gast.Subscript):
-            return self._rewrite(node.targets[0], node.value, node) or node
+        if len(node.targets) != 1:
+            return node
+        target = node.targets[0]
+        if isinstance(target, gast.Subscript):
+            return self._rewrite(target, node.value, node) or node
+        if isinstance(target, (gast.Tuple, gast.List)) and any(isinstance(e, gast.Subscript) for e in target.elts) \
+                and not any(isinstance(e, gast.Starred) for e in target.elts):
+            return self._unpack(target, node)
         return node
+
+    def _unpack(self, target, node):
+        """`a[0], b = v` becomes `items = v` and one assignment per target, left to right."""
+        items = self.ctx.namer.new("items")
+        out = [A.locate(A.assign(A.name(items, gast.Store()), node.value), node)]
+        for i, elt in enumerate(target.elts):
+            value = gast.Subscript(value=A.name(items), slice=A.const(i), ctx=gast.Load())
+            if isinstance(elt, gast.Subscript):
+                new = self._rewrite(elt, value, node)
+                if new is None:
+                    new = A.locate(A.assign(elt, value), node)
+            else:
+                new = A.locate(A.assign(A.with_ctx(elt, gast.Store()), value), node)
+            out.append(new)
+        return out
 
     def visit_AugAssign(self, node):
         node = self.generic_visit(node)
