@@ -561,7 +561,7 @@ def _finish_outputs(out):
         if isinstance(v, operators.MaybeDefined):
             v = v.read()
         if isinstance(v, operators.TensorList):
-            return v.stack()
+            return operators._stacked(v)
         if isinstance(v, graph.TensorArray):
             return v.stack()
         if isinstance(v, operators.GraphRange):
@@ -569,9 +569,14 @@ def _finish_outputs(out):
         if isinstance(v, conversion_undefined()):
             raise v.error()
         return v
-    if isinstance(out, (list, tuple, dict)):
-        return nest.pack_as(out, [leaf(v) for v in nest.flatten(out)])
-    return leaf(out)
+    def walk(v):
+        if isinstance(v, dict):
+            return type(v)((k, walk(x)) for k, x in v.items())
+        if isinstance(v, (list, tuple)):
+            items = [walk(x) for x in v]
+            return type(v)(*items) if hasattr(type(v), "_fields") else type(v)(items)
+        return leaf(v)
+    return walk(out)
 
 
 def conversion_undefined():

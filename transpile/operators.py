@@ -13,6 +13,7 @@ import sys
 import threading
 import types
 import warnings
+import weakref
 
 import numpy as np
 
@@ -156,6 +157,31 @@ class _Spec:
         return iter((self.structure, self.leaves))
 
 
+# A list a graph loop built is a stacked tensor after the loop; appending to it again continues the list.
+# (keyed by id: tensors compare elementwise, so they cannot be dict keys by value)
+_stacked_lists: dict[int, tuple] = {}
+
+
+def _stacked(tl: "TensorList"):
+    if tl.array.dtype is None:
+        return []  # nothing is ever appended to it: the list is empty whenever the graph runs
+    t = tl.stack()
+    key = id(t)
+    _stacked_lists[key] = (weakref.ref(t, lambda _: _stacked_lists.pop(key, None)), tl)
+    return t
+
+
+def _as_list_builder(value):
+    """The TensorList behind a list value (a TensorList, or a tensor stacked from one), else None."""
+    if isinstance(value, TensorList):
+        return value
+    if isinstance(value, Tensor):
+        entry = _stacked_lists.get(id(value))
+        if entry is not None and entry[0]() is value:
+            return entry[1]
+    return None
+
+
 def _spec(value) -> _Spec:
     """(structure, [(dtype, shape)]) of a value, for placeholders of the same kind."""
     leaves = []
@@ -174,15 +200,46 @@ def _spec(value) -> _Spec:
 
 
 def _zeros_like_spec(spec, what: str):
-    structure, leaves = spec
-    out = []
-    for dtype, shape in leaves:
-        if dtype is graph.dtypes.variant:
-            raise StagingError(f"{what} holds a TensorArray, which has no placeholder value; give it a value "
-                               "before the loop or branch")
-        dims = () if shape is None else tuple(0 if d is None else d for d in shape)
-        out.append(graph.constant(np.zeros(dims, dtype)))
-    return nest.pack_as(structure, out) if not _is_composite(structure) else out[0]
+    """A placeholder with the spec's structure, dtypes and shapes: zeros, and empty arrays."""
+    return _placeholder(spec.structure, what)
+
+
+def _placeholder(value, what: str):
+    if isinstance(value, TensorList):
+        return TensorList(_empty_like(value.array))
+    if isinstance(value, graph.TensorArray):
+        return _empty_like(value)
+    if isinstance(value, MaybeDefined):
+        return MaybeDefined(value.name, _placeholder(value.value, what), graph.constant(False), value.where)
+    if _is_composite(value):
+        raise StagingError(f"{what} holds a {type(value).__name__}, which has no placeholder value; give it a "
+                           "value before the loop or branch")
+    if isinstance(value, (list, tuple, dict)):
+        return nest.pack_as(value, [_placeholder(v, what) for v in nest.flatten(value)]) \
+            if not any(_is_composite(v) for v in _children(value)) else _rebuild(value, what)
+    if value is None:
+        return None
+    if not _numeric(value):
+        return value
+    dtype = _leaf_dtype(value)
+    shape = value.shape if isinstance(value, Tensor) else np.shape(value)
+    dims = () if shape is None else tuple(0 if d is None else d for d in shape)
+    return graph.constant(np.zeros(dims, dtype))
+
+
+def _children(value):
+    return value.values() if isinstance(value, dict) else value
+
+
+def _rebuild(value, what):
+    if isinstance(value, dict):
+        return type(value)((k, _placeholder(v, what)) for k, v in value.items())
+    items = [_placeholder(v, what) for v in value]
+    return type(value)(*items) if hasattr(type(value), "_fields") else type(value)(items)
+
+
+def _empty_like(array):
+    return graph.TensorArray(array.dtype, element_shape=array.element_shape, name="placeholder")
 
 
 def _convert_leaf(v, dtype=None):
@@ -373,8 +430,77 @@ def _plan(t, f, name, meta_t, meta_f) -> tuple:
     if _is_composite(t) and _is_composite(f) and type(t) is type(f):
         mode = ("value", [graph.dtypes.variant] * len(t._flat_tensors()))
         return mode, mode, None
+    paths = tuple(_list_paths(t, f))
+    if paths:
+        # lists a graph loop built (TensorArrays) facing Python lists or other built lists: all become
+        # TensorArrays inside their branch, merged into one list each
+        mode = ("lists", _merged_dtypes(_stand_in(t, paths), _stand_in(f, paths), name, meta_t, meta_f), paths)
+        return mode, mode, None
     mode = ("value", _merged_dtypes(t, f, name, meta_t, meta_f))
     return mode, mode, None
+
+
+class _ListSlot:
+    """Stands for a list that leaves a cond as a TensorArray (for comparing branch structures)."""
+
+    def _flat_tensors(self):
+        return [_LIST_HANDLE]
+
+    def _with_flat_tensors(self, tensors):
+        return self
+
+
+_LIST_HANDLE = object()
+
+
+def _list_paths(t, f, path=()):
+    """(path, dtype, element_shape, stack after) of each list that must leave a cond as a TensorArray."""
+    tb, fb = _as_list_builder(t), _as_list_builder(f)
+    if tb is not None or fb is not None:
+        if isinstance(t, TensorList) and isinstance(f, TensorList):
+            return
+        if all(b is not None or (isinstance(v, list) and _convertible(v)) for v, b in ((t, tb), (f, fb))):
+            like = (tb or fb).array
+            yield path, like.dtype, like.element_shape, not (isinstance(t, TensorList) or isinstance(f, TensorList))
+        return
+    if isinstance(t, dict) and isinstance(f, dict) and set(t) == set(f):
+        for k in t:
+            yield from _list_paths(t[k], f[k], path + (k,))
+    elif isinstance(t, (list, tuple)) and type(t) is type(f) and len(t) == len(f):
+        for i, (a, b) in enumerate(zip(t, f)):
+            yield from _list_paths(a, b, path + (i,))
+
+
+def _replace_at(value, path, fn):
+    if not path:
+        return fn(value)
+    key, rest = path[0], path[1:]
+    if isinstance(value, dict):
+        return type(value)((k, _replace_at(v, rest, fn) if k == key else v) for k, v in value.items())
+    items = [_replace_at(v, rest, fn) if i == key else v for i, v in enumerate(value)]
+    return type(value)(*items) if hasattr(type(value), "_fields") else type(value)(items)
+
+
+def _value_at(value, path):
+    for key in path:
+        value = value[key]
+    return value
+
+
+def _stand_in(value, paths):
+    for path, *_ in paths:
+        value = _replace_at(value, path, lambda v: _ListSlot())
+    return value
+
+
+def _as_tensor_list(value, dtype, element_shape, name):
+    builder = _as_list_builder(value)
+    if builder is not None:
+        return builder
+    ta = graph.TensorArray(dtype, element_shape=element_shape, name=name)
+    for i, item in enumerate(value):
+        ta = ta.write(i, item)
+    return TensorList(ta)
 
 
 def _branch_where(meta_t, meta_f):
@@ -405,6 +531,9 @@ def _merged_dtypes(t, f, name, meta_t, meta_f) -> list:
                            "tensor condition both branches must give it the same structure")
     out = []
     for a, b in zip(nest.flatten(t), nest.flatten(f), strict=True):
+        if a is _LIST_HANDLE and b is _LIST_HANDLE:
+            out.append(graph.dtypes.variant)
+            continue
         if a is b and not _numeric(a):
             out.append(None)
             continue
@@ -452,6 +581,10 @@ def _encode(value, mode, name):
         return None
     if kind == "zeros":
         return _zeros_like_spec(mode[1], _var_label(name, {}))
+    if kind == "lists":
+        for path, dtype, element_shape, _ in mode[2]:
+            value = _replace_at(value, path, lambda v: _as_tensor_list(v, dtype, element_shape, name))
+        return _cast_leaves(value, mode[1])
     if kind == "maybe":
         if isinstance(value, MaybeDefined):
             inner, flag, where = value.value, value.defined, value.where
@@ -490,6 +623,15 @@ def _restore(merged, original):
         return original if merged is None else merged
     leaves = [o if m is None else m for m, o in zip(nest.flatten(merged), nest.flatten(original), strict=True)]
     return nest.pack_as(merged, leaves)
+
+
+def _mode_key(mode):
+    """A mode with dtypes as strings: `np.dtype("float64") == None` is True, so dtypes do not compare."""
+    if isinstance(mode, (list, tuple)):
+        return tuple(_mode_key(m) for m in mode)
+    if isinstance(mode, np.dtype) or mode is graph.dtypes.variant:
+        return ("dtype", str(mode))
+    return mode
 
 
 def _graph_cond(pred: Tensor, true_fn, false_fn, state, names, what: str):
@@ -540,7 +682,7 @@ def _graph_cond(pred: Tensor, true_fn, false_fn, state, names, what: str):
                 f = outs if isinstance(outs, _Raised) else outs[i]
                 plans.append(_plan(t, f, name, meta_t, meta_f))
             wanted = {i: p[0] for i, p in enumerate(plans)}
-            if any(wanted[i] != used[i] for i in range(len(names))):
+            if any(_mode_key(wanted[i]) != _mode_key(used[i]) for i in range(len(names))):
                 raise _Retry(token, wanted)
             return tuple(_encode(outs if isinstance(outs, _Raised) else outs[i], p[1], names[i])
                          for i, p in enumerate(plans))
@@ -566,7 +708,14 @@ def _graph_cond(pred: Tensor, true_fn, false_fn, state, names, what: str):
                 results.append(kept)
             else:
                 original = t_outs[i] if not isinstance(t_outs, _Raised) else raw["false"][i]
-                results.append(_restore(merged[i], original))
+                if t_mode[0] == "lists":
+                    value = _restore(merged[i], _stand_in(original, t_mode[2]))
+                    for path, _, _, stack in t_mode[2]:
+                        if stack:  # outside its loops, a built list reads as a tensor
+                            value = _replace_at(value, path, _stacked)
+                else:
+                    value = _restore(merged[i], original)
+                results.append(value)
         return _result(results, names)
     raise StagingError(f"could not build the graph cond for {what}: its branches kept changing")
 
@@ -700,11 +849,14 @@ def _initial_mode(value) -> tuple:
 def _loop_init(value, mode, name, where):
     kind = mode[0]
     if kind == "tensor":
+        paths = mode[2] if len(mode) > 2 else ()
+        for path, dtype, element_shape, _ in paths:  # lists the body turns into TensorArrays
+            value = _replace_at(value, path, lambda v: _as_tensor_list(v, dtype, element_shape, name))
         if _is_composite(value) and not isinstance(value, (list, tuple, dict)):
             return value
         dtypes = mode[1]
         leaves = nest.flatten(value)
-        if dtypes is None:
+        if dtypes is None or paths:
             dtypes = [None] * len(leaves)
         return nest.pack_as(value, [_convert_leaf(x, dt) for x, dt in zip(leaves, dtypes, strict=True)])
     if kind == "maybe":
@@ -712,7 +864,7 @@ def _loop_init(value, mode, name, where):
     if kind == "zeros":
         return _zeros_like_spec(mode[1], "the return value")
     if kind == "accumulate":
-        return value if isinstance(value, TensorList) else TensorList.from_list(value, name=name)
+        return _as_list_builder(value) or TensorList.from_list(value, name=name)
     raise AssertionError(kind)
 
 
@@ -773,6 +925,15 @@ def _loop_output(v_in, v_out, mode, name, meta, token):
         raise StagingError(f"{label} is undefined at the end of the graph loop body{at}")
     if isinstance(v_out, MaybeDefined):
         raise StagingError(f"{label} may be undefined at the end of the graph loop body{at}")
+    paths = tuple(_list_paths(v_in, v_out))
+    if paths:
+        # a list inside the variable became a TensorArray (a list built in a nested loop), or the other way
+        grow = tuple(p for p in paths if not isinstance(_value_at(v_in, p[0]), TensorList))
+        if grow:
+            known = mode[2] if len(mode) > 2 else ()
+            return None, ("tensor", None, known + grow)
+        for path, dtype, element_shape, _ in paths:
+            v_out = _replace_at(v_out, path, lambda v: _as_tensor_list(v, dtype, element_shape, name))
     if not nest.same_structure(v_in, v_out) or _is_composite(v_in) != _is_composite(v_out):
         raise StagingError(f"{label} is {_describe(v_in)} before the loop and {_describe(v_out)} after one "
                            f"iteration{at}; a loop variable must keep its structure (shapes may change)")
@@ -819,8 +980,8 @@ def _graph_loop(cond_fn, body_fn, internal, state, names, meta, kind: str, loop_
     g = graph.get_default_graph()
     state = tuple(state)
     appends = set(meta.get("appends", ()))
-    modes = [("accumulate",) if names[i] in appends and isinstance(v, list) else _initial_mode(v)
-             for i, v in enumerate(state)]
+    modes = [("accumulate",) if names[i] in appends and (isinstance(v, list) or _as_list_builder(v) is not None)
+             else _initial_mode(v) for i, v in enumerate(state)]
     token = object()
     labels = list(names)
     for _ in range(_MAX_ATTEMPTS):
@@ -893,7 +1054,10 @@ def _graph_loop(cond_fn, body_fn, internal, state, names, meta, kind: str, loop_
         final = full_state(outs[n_internal:])
         for i in carried:
             if modes[i][0] == "accumulate" and not isinstance(state[i], TensorList):
-                final[i] = final[i].stack()
+                final[i] = _stacked(final[i])
+            for path, *_ in (modes[i][2] if modes[i][0] == "tensor" and len(modes[i]) > 2 else ()):
+                if not isinstance(_value_at(state[i], path), TensorList):  # outside its loops: a tensor
+                    final[i] = _replace_at(final[i], path, _stacked)
         return outs[:len(internal)], final
     raise StagingError(f"could not build the graph loop {loop_where}: its variables kept changing")
 
@@ -1197,11 +1361,13 @@ def list_append(target, value):
     A Python list carried by a graph loop becomes a TensorArray (stacked into a
     tensor after the loop).
     """
-    if isinstance(target, TensorList):
+    builder = _as_list_builder(target)
+    if builder is not None:
         try:
-            return target.append(value)
+            grown = builder.append(value)
         except (TypeError, GraphError) as e:
             raise StagingError(f"cannot append {_describe(value)} to a list built in a graph loop: {e}") from None
+        return grown if isinstance(target, TensorList) else _stacked(grown)
     if isinstance(target, list):
         frames = _loop_frames()
         if frames and id(target) in frames[-1].lists:

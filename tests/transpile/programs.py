@@ -1,12 +1,13 @@
 """Random structured Python programs for `converted == plain Python` tests.
 
 A program has inputs `n` (a small int), `x` (a float) and `arr` (a float array
-of length 3), and variables `a` (int), `b` (float) and `v` (float array). Its
-statements are assignments, `if/elif/else`, `while` loops with a counter,
-`for` loops over `range(n)`, over `v`, over `enumerate(v)` and over Python
-ranges, with `break`, `continue` and `return` anywhere, conditional
-expressions, `and`/`or`/`not` and chained comparisons. Every loop terminates
-and every value stays bounded, so plain Python always finishes.
+of length 3), and variables `a` (int), `b` (float), `v` (float array) and `acc`
+(a list of floats). Its statements are assignments, `if/elif/else`, `while`
+loops with a counter, `for` loops over `range(n)`, over `v`, over `enumerate(v)`
+and over Python ranges, with `break`, `continue` and `return` anywhere,
+conditional expressions, `and`/`or`/`not`, chained comparisons, `acc.append`
+inside loops and (optionally) prints. Every loop terminates and every value
+stays bounded, so plain Python always finishes.
 """
 from __future__ import annotations
 
@@ -15,14 +16,15 @@ import linecache
 
 from hypothesis import strategies as st
 
-HEADER = "def program(n, x, arr):\n    a = 1\n    b = 0.5\n    v = arr * 1.0\n"
-RETURN = "return a, b, v"
+HEADER = "def program(n, x, arr):\n    a = 1\n    b = 0.5\n    v = arr * 1.0\n    acc = []\n"
+RETURN = "return a, b, v, acc"
 _counter = itertools.count()
 
 
 class _Gen:
-    def __init__(self, draw, max_depth: int, max_statements: int):
+    def __init__(self, draw, max_depth: int, max_statements: int, prints: bool = False):
         self.draw = draw
+        self.prints = prints
         self.max_depth = max_depth
         self.budget = max_statements
         self.fresh = itertools.count()
@@ -95,6 +97,10 @@ class _Gen:
     def statement(self, indent: int, depth: int, loop, scope, iterating_v) -> list[str]:
         pad = " " * indent
         kinds = ["assign", "assign", "assign"]
+        if loop is not None:
+            kinds += ["append"]
+        if self.prints:
+            kinds += ["print"]
         if depth < self.max_depth:
             kinds += ["if", "if", "while", "for"]
         if loop is not None:
@@ -103,6 +109,10 @@ class _Gen:
         kind = self.pick(kinds)
         if kind == "assign":
             return [pad + self.assign(scope, iterating_v)]
+        if kind == "append":
+            return [pad + self.pick(["acc.append(b)", "acc.append(a * 0.5)", "acc.append(v[0] + b)"])]
+        if kind == "print":
+            return [pad + self.pick(['print("a", a, "b", b)', 'print(v)', 'print(f"b={b} a={a}")'])]
         if kind == "return":
             return [pad + f"if {self.cond(scope)}:", pad + "    " + RETURN]
         if kind == "exit":
@@ -146,8 +156,8 @@ class _Gen:
 
 
 @st.composite
-def programs(draw, max_depth: int = 3, max_statements: int = 14) -> str:
-    gen = _Gen(draw, max_depth, max_statements)
+def programs(draw, max_depth: int = 3, max_statements: int = 14, prints: bool = False) -> str:
+    gen = _Gen(draw, max_depth, max_statements, prints)
     body = gen.block(4, 0, None, ())
     return HEADER + "\n".join(body) + "\n    " + RETURN + "\n"
 

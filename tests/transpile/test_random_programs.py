@@ -1,4 +1,7 @@
 """Random programs with nested control flow: converted (tensor inputs) == plain Python."""
+import contextlib
+import io
+
 import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -19,6 +22,27 @@ def test_converted_random_program_matches_python(source, n, x, arr):
         got = transpile.function(fn)(n, x, np.array(arr))
         try:
             _same(got, want)
+        except AssertionError as e:
+            raise AssertionError(f"{e}\nprogram:\n{source}\ninputs: n={n} x={x} arr={arr}") from None
+    finally:
+        forget(filename)
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(programs(max_depth=4, max_statements=25, prints=True), st.integers(0, 3), _floats,
+       st.lists(_floats, min_size=3, max_size=3))
+def test_random_program_prints_and_lists_match_python(source, n, x, arr):
+    """Deeper programs with prints (compared line by line) and lists appended to in loops."""
+    fn, filename = define(source)
+    try:
+        python_out, graph_out = io.StringIO(), io.StringIO()
+        with contextlib.redirect_stdout(python_out):
+            want = fn(n, x, np.array(arr))
+        with contextlib.redirect_stdout(graph_out):
+            got = transpile.function(fn)(n, x, np.array(arr))
+        try:
+            _same(got, want)
+            assert graph_out.getvalue() == python_out.getvalue()
         except AssertionError as e:
             raise AssertionError(f"{e}\nprogram:\n{source}\ninputs: n={n} x={x} arr={arr}") from None
     finally:
