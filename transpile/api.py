@@ -438,6 +438,7 @@ class Function:
             else:
                 fetch_index.append(None)
                 constants.append(leaf)
+        _share_tensor_array_specs(g)
         trace = _Trace(sig, g, placeholders, out, fetch_index, fetches, constants, effects, keep_alive=keep_alive)
         trace.session = Session(g)
         return trace
@@ -528,6 +529,38 @@ class _BoundFunction:
 
     def __getattr__(self, name):
         return getattr(self._function, name)
+
+
+def _share_tensor_array_specs(g) -> None:
+    """TensorArrays whose handles meet (in a cond Merge, a loop) stand for one list: one that nothing
+    was ever written to learns its element dtype and shape from the others, so that stacking it
+    when it is the one that flows at run time gives an empty array of the right shape."""
+    parent: dict[int, int] = {}
+
+    def find(i):
+        while parent.get(i, i) != i:
+            parent[i] = parent.get(parent[i], parent[i])
+            i = parent[i]
+        return i
+
+    variant = graph.dtypes.variant
+    for node in g.nodes:
+        for t in node.inputs:
+            if t.dtype is variant and any(o.dtype is variant for o in node.outputs):
+                parent[find(node.id)] = find(t.node.id)
+    groups: dict[int, list] = {}
+    for node in g.nodes:
+        if node.op == "TensorArrayNew":
+            groups.setdefault(find(node.id), []).append(node.attrs["spec"])
+    for specs in groups.values():
+        known = next((sp for sp in specs if sp.dtype is not None), None)
+        if known is None:
+            continue
+        for sp in specs:
+            if sp.dtype is None:
+                sp.learn(operators._ElementLike(known.dtype, known.element_shape, known.name), "merge")
+                if sp.new_node is not None:
+                    sp.new_node.attrs["dtype"] = known.dtype
 
 
 def _hide_internal_frames(exc: BaseException) -> None:

@@ -205,8 +205,9 @@ def _zeros_like_spec(spec, what: str):
 
 
 def _placeholder(value, what: str):
-    if isinstance(value, TensorList):
-        return TensorList(_empty_like(value.array))
+    builder = _as_list_builder(value)
+    if builder is not None:  # a list a graph loop built: an empty list of the same elements
+        return TensorList(_empty_like(builder.array))
     if isinstance(value, graph.TensorArray):
         return _empty_like(value)
     if isinstance(value, MaybeDefined):
@@ -239,7 +240,38 @@ def _rebuild(value, what):
 
 
 def _empty_like(array):
-    return graph.TensorArray(array.dtype, element_shape=array.element_shape, name="placeholder")
+    """An empty array standing for `array` on a path where it is not built: they share their spec, so
+    what is learned about the elements later holds for both."""
+    ta = graph.TensorArray(array.dtype, element_shape=array.element_shape, name="placeholder")
+    ta._spec = array._spec
+    ta.handle.node.attrs["spec"] = array._spec
+    return ta
+
+
+def _array_of(value):
+    if isinstance(value, graph.TensorArray):
+        return value
+    builder = _as_list_builder(value)
+    return builder.array if builder is not None else None
+
+
+def _unify_arrays(t, f) -> None:
+    """Arrays that meet in a cond output teach each other their element dtype and shape (an array
+    nothing was written to yet learns them from the other, so that either works at run time)."""
+    a, b = _array_of(t), _array_of(f)
+    if a is not None and b is not None:
+        for dst, src in ((a, b), (b, a)):
+            if dst._spec.dtype is None and src._spec.dtype is not None:
+                dst._spec.learn(_ElementLike(src._spec.dtype, src._spec.element_shape, src._spec.name), "merge")
+        return
+    if isinstance(t, MaybeDefined) or isinstance(f, MaybeDefined):
+        _unify_arrays(t.value if isinstance(t, MaybeDefined) else t, f.value if isinstance(f, MaybeDefined) else f)
+    elif isinstance(t, dict) and isinstance(f, dict):
+        for k in set(t) & set(f):
+            _unify_arrays(t[k], f[k])
+    elif isinstance(t, (list, tuple)) and isinstance(f, (list, tuple)) and len(t) == len(f):
+        for x, y in zip(t, f):
+            _unify_arrays(x, y)
 
 
 def _convert_leaf(v, dtype=None):
@@ -390,6 +422,16 @@ def _as_is(value) -> tuple:
     return ("value", [_leaf_dtype(x) if _numeric(x) else None for x in nest.flatten(value)])
 
 
+def _as_is_keeping_lists(value) -> tuple:
+    """Like _as_is, but lists built by graph loops (stacked tensors) leave the cond as lists."""
+    paths = tuple(_builder_paths(value)) if not isinstance(value, (MaybeDefined, Undefined)) else ()
+    if not paths:
+        return _as_is(value)
+    flat = nest.flatten(_stand_in(value, paths))
+    return ("lists", [graph.dtypes.variant if x is _LIST_HANDLE else (_leaf_dtype(x) if _numeric(x) else None)
+                      for x in flat], paths)
+
+
 def _plan(t, f, name, meta_t, meta_f) -> tuple:
     """How one variable leaves a graph cond: (true mode, false mode, kept value or None).
 
@@ -406,7 +448,7 @@ def _plan(t, f, name, meta_t, meta_f) -> tuple:
                 and not _convertible(other):
             return drop, drop, (Undefined(name) if t_raised and f_raised else other)
         inner = other.value if isinstance(other, MaybeDefined) else other
-        zeros, mode = ("zeros", _spec(inner)), _as_is(other)
+        zeros, mode = ("zeros", _spec(inner)), _as_is_keeping_lists(other)
         return (zeros, mode, None) if t_raised else (mode, zeros, None)
     t_undef, f_undef = isinstance(t, Undefined), isinstance(f, Undefined)
     if t_undef and f_undef:
@@ -414,7 +456,7 @@ def _plan(t, f, name, meta_t, meta_f) -> tuple:
     if t_undef or f_undef:
         u, d, defined = (t, f, "false") if t_undef else (f, t, "true")
         if type(u) is UndefinedReturn and not isinstance(d, MaybeDefined):
-            zeros, mode = ("zeros", _spec(d)), _as_is(d)
+            zeros, mode = ("zeros", _spec(d)), _as_is_keeping_lists(d)
             return (zeros, mode, None) if t_undef else (mode, zeros, None)
         if isinstance(d, PartiallyDefined):
             return drop, drop, d
@@ -422,6 +464,7 @@ def _plan(t, f, name, meta_t, meta_f) -> tuple:
         m_def, m_other = (meta_f, meta_t) if t_undef else (meta_t, meta_f)
         message = one_sided_message(name, defined, m_def, m_other, meta_t.get("if_line"), meta_t.get("filename"))
         return drop, drop, PartiallyDefined(name, like, message)
+    _unify_arrays(t, f)
     if isinstance(t, MaybeDefined) or isinstance(f, MaybeDefined):
         tv = t.value if isinstance(t, MaybeDefined) else t
         fv = f.value if isinstance(f, MaybeDefined) else f
@@ -431,6 +474,10 @@ def _plan(t, f, name, meta_t, meta_f) -> tuple:
         mode = ("value", [graph.dtypes.variant] * len(t._flat_tensors()))
         return mode, mode, None
     paths = tuple(_list_paths(t, f))
+    frames = _loop_frames()
+    if frames and frames[-1].promotable and any(
+            isinstance(_value_at(t, p), list) and isinstance(_value_at(f, p), list) for p, *_ in paths):
+        raise _Promote(frames[-1].token)  # the list can grow in a graph loop instead
     if paths:
         # lists a graph loop built (TensorArrays) facing Python lists or other built lists: all become
         # TensorArrays inside their branch, merged into one list each
@@ -460,8 +507,14 @@ def _list_paths(t, f, path=()):
         if isinstance(t, TensorList) and isinstance(f, TensorList):
             return
         if all(b is not None or (isinstance(v, list) and _convertible(v)) for v, b in ((t, tb), (f, fb))):
-            like = (tb or fb).array
+            like = next((b.array for b in (tb, fb) if b is not None and b.array.dtype is not None), (tb or fb).array)
             yield path, like.dtype, like.element_shape, not (isinstance(t, TensorList) or isinstance(f, TensorList))
+        return
+    if isinstance(t, list) and isinstance(f, list) and len(t) != len(f) and _flat_list(t) and _flat_list(f):
+        # a Python list that grows in one branch only (e.g. in a loop run in Python there)
+        first = (t or f)[0]
+        shape = first.shape if isinstance(first, Tensor) else np.shape(first)
+        yield path, _leaf_dtype(first), shape, True
         return
     if isinstance(t, dict) and isinstance(f, dict) and set(t) == set(f):
         for k in t:
@@ -469,6 +522,24 @@ def _list_paths(t, f, path=()):
     elif isinstance(t, (list, tuple)) and type(t) is type(f) and len(t) == len(f):
         for i, (a, b) in enumerate(zip(t, f)):
             yield from _list_paths(a, b, path + (i,))
+
+
+def _builder_paths(value, path=()):
+    """Paths of the lists inside `value` that are tensors stacked from a graph loop's TensorArray."""
+    if isinstance(value, Tensor):
+        builder = _as_list_builder(value)
+        if builder is not None:
+            yield path, builder.array.dtype, builder.array.element_shape, True
+    elif isinstance(value, dict):
+        for k, v in value.items():
+            yield from _builder_paths(v, path + (k,))
+    elif isinstance(value, (list, tuple)):
+        for i, v in enumerate(value):
+            yield from _builder_paths(v, path + (i,))
+
+
+def _flat_list(items) -> bool:
+    return all(_numeric(v) and _convertible(v) for v in items)
 
 
 def _replace_at(value, path, fn):
@@ -493,9 +564,18 @@ def _stand_in(value, paths):
     return value
 
 
+class _ElementLike:
+    def __init__(self, dtype, shape, name):
+        self.dtype, self.shape, self.name = dtype, shape, name
+
+
 def _as_tensor_list(value, dtype, element_shape, name):
     builder = _as_list_builder(value)
     if builder is not None:
+        if builder.array.dtype is None and dtype is not None:
+            # an array nothing was written to yet meets one that knows its elements: the merged list
+            # may be either at run time, so both must know (e.g. to stack an empty one)
+            builder.array._spec.learn(_ElementLike(dtype, element_shape, name), "merge")
         return builder
     ta = graph.TensorArray(dtype, element_shape=element_shape, name=name)
     for i, item in enumerate(value):
@@ -625,6 +705,32 @@ def _restore(merged, original):
     return nest.pack_as(merged, leaves)
 
 
+def _anchor_effects(g) -> None:
+    """Ties the current cond branch or loop body to the effects before it, for what it will nest.
+
+    graph.cond / while_loop order a new branch's or loop's effects after the
+    last effect of the *immediately* enclosing context only; when that context
+    has none yet (a branch whose only effects are in a nested cond), effects
+    further out would be neither ordered before nor kept alive by the nested
+    ones. An Identity in this context that waits for the nearest outer effect
+    restores the chain.
+    """
+    ctx = g.context
+    if ctx is None or g.last_effect(ctx) is not None:
+        return
+    outer = ctx.outer
+    while True:
+        effect = g.last_effect(outer)
+        if effect is not None or outer is None:
+            break
+        outer = outer.outer
+    if effect is None:
+        return
+    anchor = g.create_node("Identity", [graph.constant(np.int32(0))], name="after_outer_effects",
+                           control_inputs=[effect])
+    g.set_last_effect(ctx, anchor)
+
+
 def _mode_key(mode):
     """A mode with dtypes as strings: `np.dtype("float64") == None` is True, so dtypes do not compare."""
     if isinstance(mode, (list, tuple)):
@@ -643,6 +749,7 @@ def _graph_cond(pred: Tensor, true_fn, false_fn, state, names, what: str):
     rolled back and built again with that knowledge.
     """
     g = graph.get_default_graph()
+    _anchor_effects(g)
     meta_t, meta_f = conversion.metadata_for(true_fn), conversion.metadata_for(false_fn)
     hints: dict[int, tuple] = {}
     token = object()
@@ -708,9 +815,12 @@ def _graph_cond(pred: Tensor, true_fn, false_fn, state, names, what: str):
                 results.append(kept)
             else:
                 original = t_outs[i] if not isinstance(t_outs, _Raised) else raw["false"][i]
-                if t_mode[0] == "lists":
-                    value = _restore(merged[i], _stand_in(original, t_mode[2]))
-                    for path, _, _, stack in t_mode[2]:
+                lists = t_mode if t_mode[0] == "lists" else f_mode if f_mode[0] == "lists" else None
+                if lists is not None:
+                    if isinstance(original, Undefined) and not isinstance(raw["false"], _Raised):
+                        original = raw["false"][i]
+                    value = _restore(merged[i], _stand_in(original, lists[2]))
+                    for path, _, _, stack in lists[2]:
                         if stack:  # outside its loops, a built list reads as a tensor
                             value = _replace_at(value, path, _stacked)
                 else:
@@ -978,10 +1088,15 @@ def _graph_loop(cond_fn, body_fn, internal, state, names, meta, kind: str, loop_
     tracing the body; the loop is then rolled back and built again with them.
     """
     g = graph.get_default_graph()
+    _anchor_effects(g)
     state = tuple(state)
     appends = set(meta.get("appends", ()))
     modes = [("accumulate",) if names[i] in appends and (isinstance(v, list) or _as_list_builder(v) is not None)
              else _initial_mode(v) for i, v in enumerate(state)]
+    for i, v in enumerate(state):
+        inner = tuple(_builder_paths(v)) if modes[i] == ("tensor", None) else ()
+        if inner:  # lists built by earlier loops stay lists (TensorArrays) through this one
+            modes[i] = ("tensor", None, inner)
     token = object()
     labels = list(names)
     for _ in range(_MAX_ATTEMPTS):
@@ -1040,9 +1155,12 @@ def _graph_loop(cond_fn, body_fn, internal, state, names, meta, kind: str, loop_
             return tuple(new_internal) + tuple(v + np.int64(1) for v in vs[len(internal):n_internal]) + \
                 tuple(result)
 
+        context, effect_before = g.context, g.last_effect(g.context)
         try:
             outs = graph.while_loop(cond_w, body_w, loop_vars, parallel_iterations=parallel_iterations,
                                     names=[f"<{kind} counter>"] * n_internal + [labels[i] for i in carried])
+            if context is not None and g.last_effect(context) is not effect_before:
+                context.has_effects = True  # (as for graph.cond, see _graph_cond)
         except _Retry as r:
             if r.token is not token:
                 raise
