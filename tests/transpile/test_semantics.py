@@ -795,3 +795,56 @@ def test_a_name_bound_to_a_variable_then_to_values():
     LEVEL.load(3.0)
     f = transpile.function(doubled_variable)
     assert f(3) == 24.0 and f(0) == 3.0
+
+
+def prints_around_nested_branches(x, n):
+    print("before")
+    if x > 0:
+        if x > 1:
+            print("big", x)
+    else:
+        for _ in range(n):
+            print("loop")
+    print("after")
+    return x
+
+
+@pytest.mark.parametrize("args", [(2.0, 2), (0.5, 2), (-1.0, 2), (-1.0, 0)])
+def test_effects_before_nested_branches_and_loops_run_in_order(capsys, args):
+    f = transpile.function(prints_around_nested_branches)
+    capsys.readouterr()
+    f(*args)
+    got = capsys.readouterr().out
+    prints_around_nested_branches(*args)
+    assert got == capsys.readouterr().out
+
+
+def list_grown_in_one_branch(x):
+    acc = []
+    if x > 0:
+        for k in range(3):
+            acc.append(x * k)
+    return acc
+
+
+def test_list_grown_in_one_branch_of_a_tensor_condition():
+    f = transpile.function(list_grown_in_one_branch)
+    np.testing.assert_allclose(f(2.0), [0.0, 2.0, 4.0])
+    assert len(f(-2.0)) == 0
+
+
+def lists_across_loops(x, n):
+    acc = []
+    for i in range(n):
+        acc.append(x * i)
+    acc.append(x * 100)
+    for k in range(2):
+        acc.append(x - k)
+    for i in range(n):
+        if i % 2 == 0:
+            acc.append(x + i)
+    return np.stack(acc), len(acc)
+
+
+def test_a_list_built_in_a_graph_loop_stays_a_list():
+    assert_converted_equivalent(lists_across_loops, (2.0, 3), (2.0, 0))
