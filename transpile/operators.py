@@ -4,6 +4,12 @@ Each helper's docstring gives its meaning as the plain Python it replaces. With
 Python values a helper runs exactly that Python; when a condition or an
 iterable is a graph tensor it builds graph control flow instead (graph.cond,
 graph.while_loop), so that the decision is made when the graph runs.
+
+Sections: values (maybe-defined values, lists built in graph loops,
+placeholders), conditionals (if_stmt, if_exp, and_, or_, not_), loops
+(while_stmt, for_stmt), variables, lists, statements (assert, print), calls,
+builtins. It is one module because the layering keeps every graph-touching
+part of transpile/ here and in api.py.
 """
 from __future__ import annotations
 
