@@ -1019,6 +1019,11 @@ def _loop_output(v_in, v_out, mode, name, meta, token):
                            f"(to {_describe(v_out)}); a graph loop can only carry tensors and numbers (also in "
                            "tuples, lists and dicts)")
     if kind == "accumulate" or isinstance(v_in, TensorList):
+        builder = _as_list_builder(v_out)
+        if builder is not None:
+            return builder, None
+        if isinstance(v_out, list) and _flat_list(v_out):  # a new list each iteration
+            return _as_tensor_list(v_out, v_in.array.dtype, v_in.array.element_shape, name), None
         if not isinstance(v_out, TensorList):
             raise StagingError(f"{label} is a list appended to in the graph loop{at}; it must stay a list "
                                f"(it became {_describe(v_out)})")

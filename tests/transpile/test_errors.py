@@ -54,10 +54,10 @@ def loop_dtype_change(n):
 
 
 def loop_structure_change(n):
-    h = [0.0]
+    h = (0.0,)
     i = 0
     while i < n:  # <- error
-        h = [h[0], 1.0]
+        h = (h[0], 1.0)
         i += 1
     return h
 
@@ -165,7 +165,7 @@ CASES = [
     (used_after_zero_trip_loop, (0,), (), RunError, "variable 'y' is used at {file}:{line} but was never assigned"),
     (loop_dtype_change, (3,), (), Exception, "loop variable 's' has dtype int32 before the loop and float64"),
     (loop_structure_change, (3,), (), transpile.StagingError,
-     "variable 'h' is list [value] before the loop and list [value, value] after one iteration"),
+     "variable 'h' is tuple (value,) before the loop and tuple (value, value) after one iteration"),
     (generator, (1.0,), (), transpile.ConversionError, "`yield` is not supported"),
     (global_tensor_write, (1.0,), (), transpile.StagingError, "cannot assign a graph tensor to the global variable G"),
     (endless_recursion, (3,), (), transpile.StagingError, "calls itself more than"),

@@ -848,3 +848,18 @@ def lists_across_loops(x, n):
 
 def test_a_list_built_in_a_graph_loop_stays_a_list():
     assert_converted_equivalent(lists_across_loops, (2.0, 3), (2.0, 0))
+
+
+def list_changes_length(x, n):
+    h = [x]
+    i = 0
+    while i < n:
+        h = [h[0] * 2, 1.0]
+        i += 1
+    return h
+
+
+def test_a_list_loop_variable_may_change_its_length():
+    f = transpile.function(list_changes_length)
+    np.testing.assert_allclose(f(3.0, 2), list_changes_length(3.0, 2))
+    np.testing.assert_allclose(f(3.0, 0), list_changes_length(3.0, 0))
