@@ -351,8 +351,9 @@ class Function:
         if operators._tracing():
             return self._transpile_inline()(*args, **kwargs)
         try:
-            trace = self._trace_for(args, kwargs)
-            return self._run(trace, args, kwargs)
+            sig, bound = self._bind(args, kwargs)
+            trace = self._lookup(sig, bound)
+            return self._run(trace, bound)
         except Exception as e:
             _hide_internal_frames(e)
             raise
@@ -362,7 +363,8 @@ class Function:
 
     def get_graph(self, *args, **kwargs):
         """The traced graph for these arguments (printable with str() and .to_dot())."""
-        return self._trace_for(args, kwargs).graph
+        sig, bound = self._bind(args, kwargs)
+        return self._lookup(sig, bound).graph
 
     @property
     def last_retrace_report(self) -> str | None:
@@ -381,8 +383,7 @@ class Function:
         bound.apply_defaults()
         return _Signature.build(bound, self.static_argnames), bound
 
-    def _trace_for(self, args, kwargs) -> _Trace:
-        sig, bound = self._bind(args, kwargs)
+    def _lookup(self, sig: _Signature, bound) -> _Trace:
         with self._lock:
             trace = self._traces.get(sig.key)
             if trace is None and self.relax_shapes:
@@ -485,8 +486,7 @@ class Function:
         return out[0] if structure is None else nest.pack_as(value, out)
 
     # -- running -----------------------------------------------------------------------------
-    def _run(self, trace: _Trace, args, kwargs):
-        _, bound = self._bind(args, kwargs)
+    def _run(self, trace: _Trace, bound):
         feeds = {}
         k = 0
         for name, value in bound.arguments.items():
