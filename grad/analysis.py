@@ -48,25 +48,28 @@ class GraphIndex:
         self.cond_unit: dict[Node, CondState] = {}   # cond Switch/Merge nodes -> their cond
         self.exit_loop: dict[Node, WhileContext] = {}
         self.child_units: dict[object, list] = {}   # context -> CondStates / WhileContexts directly inside
-        self.enters: dict[WhileContext, list[Node]] = {}
         self.stack_pushes: dict[Node, list[Node]] = {}
         self.stack_pops: dict[Node, list[Node]] = {}
         self.variable_reads: list[Node] = []
+        self.loop_exits: dict[WhileContext, list[Node]] = {}
+        self._sub_contexts: dict[int, list] = {}
+        self._waits: dict[int, list[Node]] = {}
         states: dict[int, CondState] = {}
         loops: dict[int, WhileContext] = {}
+        contexts: dict[int, object] = {}
         for n in graph.nodes:
             self.by_context.setdefault(n.context, []).append(n)
             for i, t in enumerate(n.inputs):
                 self.consumers.setdefault(t, []).append((n, i))
             for ctx in ancestors(n.context):
+                contexts.setdefault(id(ctx), ctx)
                 if isinstance(ctx, CondContext):
                     states.setdefault(id(ctx.state), ctx.state)
                 else:
                     loops.setdefault(id(ctx), ctx)
-            if n.op == "Enter":
-                self.enters.setdefault(n.context, []).append(n)
-            elif n.op == "Exit":
-                self.exit_loop[n] = n.inputs[0].node.frame
+            if n.op == "Exit":
+                loop = self.exit_loop[n] = n.inputs[0].node.frame
+                self.loop_exits.setdefault(loop, []).append(n)
             elif n.op in ("StackPush", "StackPop"):
                 stack = stack_of(n.inputs[0])
                 if stack is not None:
@@ -74,6 +77,8 @@ class GraphIndex:
                     table.setdefault(stack, []).append(n)
             elif n.op == "ReadVariable":
                 self.variable_reads.append(n)
+        for ctx in contexts.values():
+            self._sub_contexts.setdefault(id(ctx.outer), []).append(ctx)
         for s in states.values():
             for sw in s.switches.values():
                 self.cond_unit[sw] = s
@@ -82,12 +87,15 @@ class GraphIndex:
             self.child_units.setdefault(cond_outer(s), []).append(s)
         for loop in loops.values():
             self.child_units.setdefault(loop.outer, []).append(loop)
-        # Merges that join a cond's effect tokens belong to that cond too
+        # Merges of values from a cond's branches belong to that cond: its outputs, the
+        # joins of its effect tokens, gradients built into its branches
+        self._cond_merges: dict[int, list[Node]] = {}
         for n in graph.nodes:
-            if n.op == "Merge" and n not in self.cond_unit and n.inputs:
+            if n.op == "Merge" and n.inputs:
                 src = n.inputs[0].node.context
                 if isinstance(src, CondContext) and src.outer is n.context:
                     self.cond_unit[n] = src.state
+                    self._cond_merges.setdefault(id(src.state), []).append(n)
 
     # -- units ----------------------------------------------------------------------------
     def unit_of(self, node: Node, region):
@@ -112,12 +120,36 @@ class GraphIndex:
             return None
         return x.state if isinstance(x, CondContext) else x
 
-    def unit_inputs(self, unit) -> list[Tensor]:
+    def merges_of(self, state: CondState) -> list[Node]:
+        """The cond's Merges (its outputs and the joins of its effect tokens)."""
+        return self._cond_merges.get(id(state), [])
+
+    def _nodes_within(self, ctx) -> list[Node]:
+        out, todo = [], [ctx]
+        while todo:
+            c = todo.pop()
+            out.extend(self.by_context.get(c, ()))
+            todo.extend(self._sub_contexts.get(id(c), ()))
+        return out
+
+    def unit_waits_on(self, unit) -> list[Node]:
+        """The nodes outside `unit` that it reads (data) or waits for (control)."""
         if isinstance(unit, Node):
-            return unit.inputs
+            return [t.node for t in unit.inputs] + list(unit.control_inputs)
+        cached = self._waits.get(id(unit))
+        if cached is not None:
+            return cached
         if isinstance(unit, CondState):
-            return list(unit.switches)
-        return [e.inputs[0] for e in self.enters.get(unit, ())]
+            inside = [n for b in unit.branches for n in self._nodes_within(b)]
+            inside += list(unit.switches.values()) + self.merges_of(unit)
+        else:
+            inside = self._nodes_within(unit) + self.loop_exits.get(unit, [])
+        ids = {id(n) for n in inside}
+        # Inputs come in through Switches and Enters, and also straight from other conds'
+        # branches where a gradient cond reads forward values (see grad.state).
+        waits = [p for n in inside for p in [t.node for t in n.inputs] + n.control_inputs if id(p) not in ids]
+        self._waits[id(unit)] = waits
+        return waits
 
     def units(self, region) -> list:
         """The units of `region` in topological order (producers first)."""
@@ -134,8 +166,7 @@ class GraphIndex:
         for u in units:
             ds = set()
             # control edges count too: a gradient stack's pops wait for its pushes through one
-            before = [t.node for t in self.unit_inputs(u)] + (u.control_inputs if isinstance(u, Node) else [])
-            for b in before:
+            for b in self.unit_waits_on(u):
                 p = self.unit_of(b, region)
                 if p is not None and p is not u and id(p) in users:
                     ds.add(id(p))

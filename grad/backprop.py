@@ -8,6 +8,7 @@ from graph.control_flow.stack import stack_of
 from graph.core import Node, Tensor
 from graph.errors import GraphError
 from graph.ops._util import convert
+from grad.analysis import is_within
 from grad.registry import GradOp, gradient_rule, is_differentiable
 
 
@@ -16,9 +17,13 @@ class Grads:
 
     def __init__(self):
         self._parts: dict[Tensor, list[Tensor]] = {}
+        self.consumed: set[Tensor] = set()  # values inside nested conds whose gradients were passed in
 
     def add(self, t: Tensor, g: Tensor) -> None:
         self._parts.setdefault(t, []).append(g)
+
+    def keys(self) -> list[Tensor]:
+        return list(self._parts)
 
     def total(self, *ts: Tensor) -> Tensor | None:
         """The sum of the contributions to `ts` (several tensors: e.g. a loop variable's
@@ -91,6 +96,13 @@ def backprop_region(state, region, seeds: dict[Tensor, Tensor]):
             control_flow_grad.cond_grad(state, unit, grads, var_grads)
         else:
             control_flow_grad.while_grad(state, unit, grads, var_grads)
+    for t in grads.keys():
+        # A gradient for a value inside a nested cond (sent by a gradient cond that read it)
+        # must have arrived before that cond was differentiated; losing it would be silent.
+        ctx = state.value_context(t)
+        if ctx is not region and is_within(ctx, region) and t not in grads.consumed:
+            raise GraphError(f"gradients: internal error: the gradient of {t.name} arrived after "
+                             f"{ctx.describe()} was differentiated")
     return grads, var_grads
 
 

@@ -30,11 +30,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from graph.control_flow.cond import cond
+from graph import dtypes as _dt
+from graph.control_flow.contexts import CondContext, CondState
 from graph.control_flow.while_loop import while_loop
-from graph.errors import GraphError
+from graph.core import Tensor
+from graph.errors import GraphError, user_location
 from graph.ops.math import greater_equal, sub
 from grad import saved as _saved
+from grad.analysis import is_within
 from grad.backprop import add_n, backprop_region, conform, variable_of
 from grad.registry import register_gradient
 
@@ -56,37 +59,99 @@ def _sum(parts):
 def cond_grad(state, s, grads, var_grads) -> None:
     """The gradient of a whole cond: a cond on the same predicate (popped, inside a loop)."""
     graph = state.graph
-    seeds = [(m, grads.total(m.outputs[0])) for m in s.merges if state.is_active(m.outputs[0])]
-    seeds = [(m, g) for m, g in seeds if g is not None]
-    if not seeds and not any(state.has_inner_sources(b) for b in s.branches):
+    branches = {ctx.branch: ctx for ctx in s.branches}
+    seeds = {b: {} for b in branches}
+
+    def seed(b, t, g):
+        seeds[b][t] = add_n([seeds[b][t], g]) if t in seeds[b] else g
+
+    for m in state.index.merges_of(s):
+        g = grads.total(m.outputs[0]) if state.is_active(m.outputs[0]) else None
+        if g is not None:
+            for b in branches:
+                seed(b, m.inputs[b], g)
+    # gradients that gradient conds already sent to values inside the branches (see grad.state)
+    for t in grads.keys():
+        for b, ctx in branches.items():
+            if is_within(state.value_context(t), ctx):
+                seed(b, t, grads.total(t))
+                grads.consumed.add(t)
+    if not any(seeds.values()) and not any(state.has_inner_sources(b) for b in s.branches):
         return
     captured = [(t, sw) for t, sw in s.switches.items()
                 if t is not s.pred and (state.is_active(sw.outputs[0]) or state.is_active(sw.outputs[1]))]
     reads = _group_reads(state, [r for b in s.branches for r in state.index.reads_within(b)])
-    if not captured and not reads:
-        return
-    pred = state.resolve(s.pred)
-    branches = {ctx.branch: ctx for ctx in s.branches}
 
     def branch_grad(fwd):
-        def build():
-            state.mirror[fwd] = graph.context
-            bgrads, bvars = backprop_region(state, fwd, {m.inputs[fwd.branch]: g for m, g in seeds})
-            out = []
-            for t, sw in captured:
-                g = bgrads.total(sw.outputs[fwd.branch])
-                out.append(g if g is not None else state.zeros_like(t))
-            for var, rs in reads:
-                g = _sum(bvars.get(var, []))
-                out.append(g if g is not None else state.zeros_like(rs[0].outputs[0]))
-            return out
-        return build
+        state.mirror[fwd] = graph.context
+        bgrads, bvars = backprop_region(state, fwd, seeds[fwd.branch])
+        out = {}
+        for t, sw in captured:
+            g = bgrads.total(sw.outputs[fwd.branch])
+            if g is not None:
+                out[t] = g
+        for var, _ in reads:
+            g = _sum(bvars.get(var, []))
+            if g is not None:
+                out[var] = g
+        for t in bgrads.keys():  # values of other conds' branches: handed outwards
+            if t not in out and not is_within(state.value_context(t), fwd):
+                out[t] = bgrads.total(t)
+        return out
 
-    res = cond(pred, branch_grad(branches[1]), branch_grad(branches[0]), name="cond_grad")
-    for (t, _), g in zip(captured, res, strict=False):
-        grads.add(t, conform(g, t, "a cond"))
-    for (var, _), g in zip(reads, res[len(captured):], strict=True):
-        var_grads.setdefault(var, []).append(g)
+    def zeros(key):
+        if isinstance(key, Tensor):
+            return state.zeros_like(key) if state.visible(state.value_context(key)) else _placeholder_zero(key)
+        return state.zeros_like(next(rs for var, rs in reads if var is key)[0].outputs[0])
+
+    res = _gradient_cond(state, state.resolve(s.pred), branches, branch_grad, zeros)
+    for key, g in res.items():
+        if isinstance(key, Tensor):
+            grads.add(key, conform(g, key, "a cond"))
+        else:
+            var_grads.setdefault(key, []).append(g)
+
+
+def _placeholder_zero(t: Tensor) -> Tensor:
+    """A zero standing for the gradient of a value the branch cannot see. It only reaches code
+    that runs when the other branch is taken, so only its dtype matters."""
+    from graph.ops._util import constant
+    return constant(np.zeros((), t.dtype)) if t.dtype is not _dt.variant else None
+
+
+def _gradient_cond(grad_state, pred, branches, branch_grad, zeros) -> dict:
+    """Like graph.cond, but each branch returns {key: gradient} and a key missing from one
+    branch gets `zeros(key)` there, found after both branches are built."""
+    graph = grad_state.graph
+    outer = graph.context
+    state = CondState(pred, user_location())
+    built = {}
+    with graph.name_scope("cond_grad"):
+        for b in (1, 0):
+            ctx = CondContext(state, b, outer)
+            state.branches.append(ctx)
+            grad_state.deferred[ctx] = []
+            with graph._in_context(ctx):
+                built[b] = (ctx, branch_grad(branches[b]))
+        keys = list(built[1][1]) + [k for k in built[0][1] if k not in built[1][1]]
+        merged = {}
+        for key in keys:
+            ins = []
+            for b in (0, 1):
+                ctx, out = built[b]
+                with graph._in_context(ctx):
+                    v = out.get(key)
+                    v = zeros(key) if v is None else v
+                    if v.node.context is not ctx:  # through the branch, so it is dead when not taken
+                        v = graph.create_node("Identity", [v], name="Identity").outputs[0]
+                ins.append(v)
+            m = graph.create_node("Merge", ins, name="Merge", context=outer)
+            state.merges.append(m)
+            merged[key] = m.outputs[0]
+        state.outputs = list(merged.values())
+    for ctx, _ in built.values():
+        grad_state.built(ctx)
+    return merged
 
 
 def while_grad(state, loop, grads, var_grads) -> None:
@@ -135,7 +200,7 @@ def while_grad(state, loop, grads, var_grads) -> None:
     res = while_loop(lambda index, *acc: greater_equal(index, np.int64(0)), body, (last, *init),
                      parallel_iterations=loop.parallel_iterations, swap_memory=loop.swap_memory,
                      name="while_grad")
-    state.loop_built(built[0])
+    state.built(built[0])
     res = res[1:]
     for k, g in zip(ks, res, strict=False):
         t = loop.enters[k].inputs[0]

@@ -1,7 +1,7 @@
 """Forward-loop instrumentation for gradient loops: iteration counters and save barriers.
 
 A loop that is differentiated gets an iteration counter, an extra loop variable
-(0, 1, 2, ...) whose exit value is the trip count the gradient loop runs
+(0, 1, 2, ...; appended to the WhileContext's records) whose exit value is the trip count the gradient loop runs
 backwards over, and whose body value keys the stack slots that iteration saves.
 The counter's increment waits for every push of its iteration (through a
 barrier Merge for pushes inside conds, and through the exit of the counter of
@@ -68,6 +68,12 @@ def counter_for(loop: WhileContext) -> Counter:
             inc = graph.create_node("Add", [switch.outputs[1], constant(np.int64(1))], name="counter_next")
             nxt = graph.create_node("NextIteration", [inc.outputs[0]], name="counter_next_iteration")
         merge._update_input(1, nxt.outputs[0])
+    # recorded like any loop variable, so readers of the loop structure see all of it
+    loop.enters.append(enter.node)
+    loop.merges.append(merge)
+    loop.switches.append(switch)
+    loop.exits.append(exit_)
+    loop.next_iterations.append(nxt)
     c = Counter(loop, switch.outputs[1], exit_.outputs[0], inc)
     _COUNTERS[loop] = c
     return c
@@ -99,18 +105,20 @@ def barrier_for(state: CondState) -> Barrier:
 
 
 def wait_in_iteration(node: Node, top, deferred: dict) -> None:
-    """Makes the counter of node's loop wait for `node`, and so on outwards up to context `top`.
+    """Makes the counter of node's loop wait for `node`, and so on outwards up to the frame of
+    context `top` (where nothing counts iterations).
 
-    A node inside a gradient loop still being built (a key of `deferred`) is
-    collected there instead, and handed back here once that loop is complete.
+    A node inside a gradient loop or cond still being built (a key of `deferred`)
+    is collected there instead, and handed back here once that is complete.
     """
     for c in ancestors(node.context):
         if c in deferred:
             deferred[c].append(node)
             return
+    top_frame = top.frame if top is not None else None
     while True:
         ctx = node.context
-        if ctx is top or not is_within(ctx, top):
+        if ctx is None or ctx.frame is top_frame or not is_within(ctx, top):
             return
         if isinstance(ctx, CondContext):
             b = barrier_for(ctx.state)

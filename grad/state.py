@@ -11,8 +11,8 @@ gets, through `resolve`:
 - for a value computed inside a loop being differentiated, a `StackPop` in the
   mirror of its context of what a `StackPush` saved in the forward loop, keyed
   by the iteration indices of every enclosing differentiated loop;
-- for a value of a cond branch outside any such loop, the value itself, read
-  by an Identity in the mirror branch (the gradient cond takes the same branch).
+- for a value of a cond branch outside any such loop, the value itself, captured
+  into the mirror branch by a Switch (the gradient cond takes the same branch).
 """
 from __future__ import annotations
 
@@ -54,10 +54,11 @@ class GradState:
         self._record_of: dict[WhileContext, LoopRecord] = {}
         self._counter_index: dict[Tensor, LoopRecord] = {}
         self._pops: dict[Tensor, Tensor] = {}
-        self._imports: dict[tuple, Tensor] = {}
         self._shapes: dict[Tensor, Tensor] = {}
         self.deferred: dict[WhileContext, list[Node]] = {}   # gradient loops under construction
         self.gradient_stacks: dict[Node, "GradientStack"] = {}
+        # names this computation's TensorArray gradient arrays (gradients of gradients use others)
+        self.source = graph.unique_name("gradient_arrays", mark_used=True)
 
     # -- contexts ---------------------------------------------------------------------------
     def is_active(self, t: Tensor) -> bool:
@@ -70,6 +71,10 @@ class GradState:
         if s is not None and n.op == "Switch":
             return next(b for b in s.branches if b.branch == t.index)
         return n.context
+
+    def is_reversed(self, ctx) -> bool:
+        """Whether `ctx` is inside a loop whose gradient loop is being built."""
+        return ctx is not None and ctx.frame in self._record_of
 
     def visible(self, ctx) -> bool:
         """Whether values of context `ctx` can be used (routed) where nodes are being built now."""
@@ -90,9 +95,9 @@ class GradState:
             del self._record_of[forward]
             del self._counter_index[counter.body]
 
-    def loop_built(self, backward: WhileContext) -> None:
-        """A gradient loop is complete: its pending saves can now wait on its counter."""
-        for node in self.deferred.pop(backward, ()):
+    def built(self, ctx) -> None:
+        """A gradient loop or cond branch is complete: the saves inside it can now be waited for."""
+        for node in self.deferred.pop(ctx, ()):
             _saved.wait_in_iteration(node, self.top, self.deferred)
 
     # -- forward values ---------------------------------------------------------------------
@@ -131,13 +136,19 @@ class GradState:
         return b
 
     def _imported(self, t: Tensor, ctx) -> Tensor:
+        """A value of forward cond branch `ctx` (outside differentiated loops), seen in its mirror.
+
+        The gradient cond takes the same branch, so the value is live whenever the
+        mirror branch runs: it is captured like an outer value, by a Switch on the
+        gradient cond's predicate (a second gradient then flows back to it).
+        """
         b = self._mirror(ctx)
-        key = (t, b)
-        out = self._imports.get(key)
+        out = b.captured.get(t)
         if out is None:
-            # Same frame and the gradient cond takes the same branch: read it directly.
-            out = self.graph.create_node("Identity", [t], name="forward_value", context=b).outputs[0]
-            self._imports[key] = out
+            sw = self.graph.create_node("Switch", [t, b.state.pred], name="forward_value", context=b.outer)
+            b.state.switches[t] = sw
+            out = b.captured[t] = sw.outputs[b.branch]
+            b.captured[out] = out  # already inside: ops built in the branch use it as it is
         return out
 
     def records_upto(self, frame: WhileContext) -> list[LoopRecord]:
@@ -194,7 +205,7 @@ class GradState:
         """Zeros shaped like forward tensor `t` (for a TensorArray handle: its gradient array)."""
         if t.dtype is _dt.variant:
             from grad.tensor_array_grad import gradient_array, spec_of
-            return gradient_array(self.resolve(t), spec_of(t)).handle
+            return gradient_array(self, self.resolve(t), spec_of(t)).handle
         from graph.ops.array import zeros
         z = zeros(self.resolve_shape(t), t.dtype)
         if t.shape is not None and _sh.compatible(z.shape, t.shape):
@@ -224,30 +235,31 @@ class GradientStack:
     def __init__(self, handle: Tensor):
         self.handle = handle
         self.pushes: list[Node] = []
-        self._ready: Tensor | None = None
+        self._ready: dict[int, Tensor] = {}
 
     def ready_handle(self, state: GradState) -> Tensor:
-        """The handle, gated on every push of a gradient being done."""
-        if self._ready is not None:
-            return self._ready
+        """The handle, for a pop built here, gated on every push of a gradient being done.
+
+        The pushes are inside gradient loops; the counter of the outermost one (below
+        the `gradients` call's frame) finishes after all of them. The gate sits in
+        that frame, in the innermost context enclosing the pop.
+        """
+        top_frame = state.top.frame if state.top is not None else None
+        where = next((c for c in ancestors(state.graph.context) if c.frame is top_frame), None)
+        gate = self._ready.get(id(where))
+        if gate is not None:
+            return gate
         graph = state.graph
-        waits, where = [], None
+        waits = []
         for p in self.pushes:
             loop = _outermost_loop(p.context, state.top)
-            if loop is None:
-                waits.append(p)
-                continue
-            c = _saved.counter_for(loop)
-            waits.append(c.exit.node)
-            where = loop.outer
-        ctx = where if where is not None else state.top
-        if not state.visible(ctx):
-            raise GraphError("gradients: this second-order gradient needs values from a loop that is inside "
-                             "a cond branch; move the loop out of the branch")
-        with graph._in_context(ctx):
-            self._ready = graph.create_node("Identity", [self.handle], name="gradients_saved",
-                                            control_inputs=waits).outputs[0]
-        return self._ready
+            waits.append(_saved.counter_for(loop).exit.node if loop is not None else p)
+        handle = route(where, self.handle) if where is not None else self.handle
+        # raw: a wait may sit in another branch of a cond on the same predicate, live exactly when this is
+        gate = graph.create_node("Identity", [handle], name="gradients_saved", control_inputs=waits,
+                                 context=where).outputs[0]
+        self._ready[id(where)] = gate
+        return gate
 
 
 def _outermost_loop(ctx, top) -> WhileContext | None:

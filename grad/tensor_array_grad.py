@@ -24,10 +24,11 @@ def spec_of(handle: Tensor):
     return t.node.attrs["spec"]
 
 
-def gradient_array(handle: Tensor, spec=None) -> TensorArray:
-    """The accumulating gradient array attached to the forward array `handle` (resolved)."""
+def gradient_array(op_or_state, handle: Tensor, spec=None) -> TensorArray:
+    """This gradient computation's accumulating array attached to the forward array `handle`."""
+    state = getattr(op_or_state, "state", op_or_state)
     spec = spec if spec is not None else spec_of(handle)
-    return TensorArray(_handle=handle, _spec=spec).grad()
+    return TensorArray(_handle=handle, _spec=spec).grad(source=state.source)
 
 
 def _flow(flow: Tensor, spec) -> TensorArray:
@@ -37,7 +38,7 @@ def _flow(flow: Tensor, spec) -> TensorArray:
 @register_gradient("TensorArrayRead")
 def _read_grad(op, g):
     """read(i)'s gradient is a write of g at i into the gradient array (reads of one index add up)."""
-    return [gradient_array(op.inputs[0], op.attrs["spec"]).write(op.inputs[1], g).handle, None]
+    return [gradient_array(op, op.inputs[0], op.attrs["spec"]).write(op.inputs[1], g).handle, None]
 
 
 @register_gradient("TensorArrayWrite")
@@ -50,7 +51,7 @@ def _write_grad(op, flow):
 @register_gradient("TensorArrayStack")
 def _stack_grad(op, g):
     """stack's gradient is an unstack into the gradient array."""
-    return gradient_array(op.inputs[0], op.attrs["spec"]).unstack(g).handle
+    return gradient_array(op, op.inputs[0], op.attrs["spec"]).unstack(g).handle
 
 
 @register_gradient("TensorArrayUnstack")
@@ -63,7 +64,7 @@ def _unstack_grad(op, flow):
 @register_gradient("TensorArrayGather")
 def _gather_grad(op, g):
     """gather's gradient is a scatter into the gradient array."""
-    return [gradient_array(op.inputs[0], op.attrs["spec"]).scatter(op.inputs[1], g).handle, None]
+    return [gradient_array(op, op.inputs[0], op.attrs["spec"]).scatter(op.inputs[1], g).handle, None]
 
 
 @register_gradient("TensorArrayScatter")

@@ -9,7 +9,7 @@ from exec.kernels import kernel
 class TensorArrayValue:
     """The run-time object behind a TensorArray handle."""
 
-    __slots__ = ("name", "dtype", "element_shape", "elements", "size", "dynamic", "accumulate", "grad")
+    __slots__ = ("name", "dtype", "element_shape", "elements", "size", "dynamic", "accumulate", "grads")
 
     def __init__(self, name, dtype, element_shape, size, dynamic, accumulate):
         self.name = name
@@ -19,7 +19,7 @@ class TensorArrayValue:
         self.size = size
         self.dynamic = dynamic
         self.accumulate = accumulate
-        self.grad: TensorArrayValue | None = None
+        self.grads: dict[str, TensorArrayValue] = {}  # gradient arrays, one per gradient computation
 
     def __len__(self) -> int:
         return len(self.elements)
@@ -170,11 +170,15 @@ def _size(node, rt):
 @kernel("TensorArrayGrad")
 def _grad(node, rt):
     spec = node.attrs["spec"]
+    source = node.attrs.get("source", "")
 
     def grad(ta):
-        # one gradient array per forward array, shared by every read's gradient
+        # one gradient array per forward array and gradient computation (`source`), shared by
+        # every read's gradient; gradients of gradients use another one
         with rt.lock:
-            if ta.grad is None:
-                ta.grad = TensorArrayValue(spec.name, ta.dtype, ta.element_shape, len(ta.elements), True, True)
-        return ta.grad
+            g = ta.grads.get(source)
+            if g is None:
+                g = ta.grads[source] = TensorArrayValue(spec.name, ta.dtype, ta.element_shape, len(ta.elements),
+                                                        True, True)
+        return g
     return grad

@@ -182,11 +182,13 @@ class TensorArray:
     def size(self) -> Tensor:
         return self._op("TensorArraySize", [])
 
-    def grad(self) -> "TensorArray":
-        """The accumulating gradient array attached to this one (same size)."""
+    def grad(self, source: str = "") -> "TensorArray":
+        """The accumulating gradient array attached to this one (same size), one per `source`:
+        each gradient computation names its own, so gradients of gradients do not mix."""
         spec = TensorArraySpec(self._spec.dtype, self._spec.element_shape, self._spec.name + "_grad", True)
         spec._unset = self._spec._unset
-        h = make_op("TensorArrayGrad", [self.handle], {"spec": spec}, name="TensorArrayGrad").outputs[0]
+        h = make_op("TensorArrayGrad", [self.handle], {"spec": spec, "source": source},
+                    name="TensorArrayGrad").outputs[0]
         return TensorArray(_handle=h, _spec=spec)
 
 
