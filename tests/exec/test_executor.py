@@ -18,18 +18,29 @@ def _counter_loop(n_value=None, par=32):
     return g, n, i, x
 
 
-def test_million_iterations_in_bounded_memory():
+def test_million_iterations_complete():
+    g, n, i, x = _counter_loop()
+    got_i, got_x = Session(g).run([i, x], {n: 1_000_000})
+    assert got_i == 1_000_000 and got_x == np.float32(1_000_000)
+
+
+def _peak_traced_memory(sess, fetches, feeds) -> int:
+    tracemalloc.start()
+    try:
+        sess.run(fetches, feeds)
+        return tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
+def test_loop_memory_does_not_grow_with_the_trip_count():
+    # tracemalloc slows Python ~15x, so the growth is measured on shorter loops
     g, n, i, x = _counter_loop()
     sess = Session(g)
     sess.run(i, {n: 10})
-    tracemalloc.start()
-    try:
-        got_i, got_x = sess.run([i, x], {n: 1_000_000})
-        peak = tracemalloc.get_traced_memory()[1]
-    finally:
-        tracemalloc.stop()
-    assert got_i == 1_000_000 and got_x == np.float32(1_000_000)
-    assert peak < 2_000_000, f"peak traced memory {peak} bytes grows with the trip count"
+    short = _peak_traced_memory(sess, [i, x], {n: 2_000})
+    long = _peak_traced_memory(sess, [i, x], {n: 50_000})
+    assert long < short + 100_000, f"peak traced memory grows with the trip count: {short} -> {long} bytes"
 
 
 def test_zero_iterations_and_parallel_window():
