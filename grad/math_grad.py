@@ -17,11 +17,14 @@ from grad.registry import register_gradient
 
 
 def unbroadcast(op, i: int, g):
-    """`g` (shaped like op's output) summed down to input i's shape."""
+    """`g` (shaped like op's output) summed down to input i's shape, in input i's dtype:
+    the adjoints of broadcasting and of type promotion (float32 * float64 -> float64)."""
     from graph.ops.array import reduce_to_shape
     x = op.fwd_inputs[i]
     if g is None:
         return None
+    if g.dtype != x.dtype:
+        g = m.cast(g, x.dtype)
     if _sh.is_fully_defined(x.shape) and g.shape == x.shape:
         return g
     if x.shape is not None and g.shape is not None and x.shape == g.shape and op.fwd_outputs[0].shape == x.shape:

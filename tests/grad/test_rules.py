@@ -51,6 +51,22 @@ def test_binary_with_broadcasting(name, shapes):
     check_gradients(fn, ga(*shapes[0]), gb(*shapes[1]))
 
 
+@pytest.mark.parametrize("name", ["add", "sub", "mul", "truediv", "maximum"])
+def test_binary_with_type_promotion_gives_each_operand_its_own_dtype(name):
+    # float32 op float64 -> float64 (numpy rules): the float32 operand's gradient is float32
+    fn, ga, gb = BINARY[name]
+    a32, b64 = ga(3, 4).astype(np.float32), gb(4)
+    g = graph.Graph()
+    with g.as_default():
+        a, b = graph.placeholder(np.float32, (3, 4)), graph.placeholder(np.float64, (4,))
+        ga_t, gb_t = grad.gradients(graph.reduce_sum(fn(a, b)), [a, b])
+        assert (ga_t.dtype, gb_t.dtype) == (np.float32, np.float64)
+        ref_a, ref_b = grad.gradients(graph.reduce_sum(fn(graph.cast(a, np.float64), b)), [a, b])
+    got = Session(g).run([ga_t, gb_t, ref_a, ref_b], {a: a32, b: b64})
+    np.testing.assert_allclose(got[0], got[2], rtol=1e-6)
+    np.testing.assert_allclose(got[1], got[3], rtol=1e-12)
+
+
 def test_pow_with_nonpositive_base_gives_finite_exponent_gradient():
     got = check_gradients(lambda a, b: a ** b, np.array([0.0, -2.0, 3.0]) * 0 + np.array([1.5, 2.0, 3.0]),
                           np.array([2.0, 2.0, 2.0]))
