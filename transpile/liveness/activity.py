@@ -241,10 +241,11 @@ class _Analyzer(gast.NodeVisitor):
     # -- functions, lambdas, comprehensions ---------------------------------------------------------
     def _function(self, node, name: str | None):
         outer = self.scope
-        for d in getattr(node, "decorator_list", ()):
-            self.visit(d)
-        for d in node.args.defaults + [d for d in node.args.kw_defaults if d is not None]:
-            self.visit(d)
+        if outer is not None:  # the analysed function's own decorators and defaults run outside it
+            for d in getattr(node, "decorator_list", ()):
+                self.visit(d)
+            for d in node.args.defaults + [d for d in node.args.kw_defaults if d is not None]:
+                self.visit(d)
         fn_scope = self._enter(isolated=True)
         args = node.args
         for a in args.posonlyargs + args.args + args.kwonlyargs + [args.vararg, args.kwarg]:
