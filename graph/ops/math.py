@@ -62,15 +62,19 @@ def _unary_infer(ufunc):
     return infer
 
 
-def _sigmoid_like_infer(inputs, attrs):
+def _float_result_infer(inputs, attrs):
+    """Sigmoid and Reciprocal keep float dtypes and compute integers and bools in float64
+    (their kernels divide: np.reciprocal's integer truncation is not what they mean)."""
     x = inputs[0]
-    return [(_ufunc_dtype(np.exp, x.dtype) if x.dtype.kind in "iub" else x.dtype, x.shape)]
+    if x.dtype is _dt.variant:
+        raise TypeError("not a numeric tensor")
+    return [(np.dtype(np.float64) if x.dtype.kind in "iub" else x.dtype, x.shape)]
 
 
 for _name, _uf in BINARY.items():
     register_op(_name, _binary_infer(_uf), differentiable=_name not in NON_DIFFERENTIABLE)
 for _name, _uf in UNARY.items():
-    infer = _sigmoid_like_infer if _name == "Sigmoid" else _unary_infer(_uf)
+    infer = _float_result_infer if _name in ("Sigmoid", "Reciprocal") else _unary_infer(_uf)
     register_op(_name, infer, differentiable=_name not in NON_DIFFERENTIABLE)
 
 
