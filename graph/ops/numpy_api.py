@@ -235,6 +235,12 @@ def _outer(a, b, out=None):
 
 def _round(a, decimals=0, out=None):
     _no_out("np.round", out)
+    a = convert(a)
+    if a.dtype.kind in "iu":  # numpy keeps integers: unchanged, or rounded to tens, hundreds, ...
+        if decimals >= 0:
+            return a
+        scale = 10.0 ** -decimals
+        return M.cast(M.mul(M.round(M.truediv(a, scale)), scale), a.dtype)
     if decimals != 0:
         scale = 10.0 ** decimals
         return M.truediv(M.round(M.mul(a, scale)), scale)

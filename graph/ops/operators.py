@@ -128,6 +128,11 @@ def _clip(self, min=None, max=None):
     return clip(self, min, max)
 
 
+def _round(self, decimals=0, out=None):
+    from graph.ops.numpy_api import _round
+    return _round(self, decimals, out)
+
+
 def _dot(self, other):
     from graph.ops.numpy_api import dot
     return dot(self, other)
@@ -187,7 +192,7 @@ METHODS = {
     "any": _minmax_method(_reduce.reduce_any), "all": _minmax_method(_reduce.reduce_all),
     "argmax": _arg_method(_reduce.argmax), "argmin": _arg_method(_reduce.argmin),
     "var": _var, "std": _std,
-    "dot": _dot, "clip": _clip,
+    "dot": _dot, "clip": _clip, "round": _round,
     "copy": lambda self: convert(self),
 }
 
