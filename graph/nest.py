@@ -113,6 +113,25 @@ def same_structure(a, b) -> bool:
     return _signature(a) == _signature(b)
 
 
+def first_difference(a, b, path: str = "") -> tuple[str, str, str] | None:
+    """Where structures `a` and `b` first differ: (path as in `paths`, description in a, in b); None if alike."""
+    if same_structure(a, b):
+        return None
+    if isinstance(a, dict) and isinstance(b, dict) and set(a) == set(b):
+        for k in sorted(a, key=_sort_key):
+            found = first_difference(a[k], b[k], f"{path}[{k!r}]")
+            if found is not None:
+                return found
+    elif isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)) and len(a) == len(b) \
+            and not _is_composite(a) and not _is_composite(b) and _is_namedtuple(a) == _is_namedtuple(b) \
+            and (not _is_namedtuple(a) or type(a) is type(b)):
+        for i, (x, y) in enumerate(zip(a, b)):
+            found = first_difference(x, y, f"{path}.{a._fields[i]}" if _is_namedtuple(a) else f"{path}[{i}]")
+            if found is not None:
+                return found
+    return path, structure_description(a), structure_description(b)
+
+
 def _signature(s) -> Any:
     if _is_composite(s):
         return (type(s).__name__, len(s._flat_tensors()))

@@ -91,11 +91,14 @@ def _finish_effects(graph, state: CondState, outer) -> None:
 
 
 def _check_branches(t_out, f_out, t_flat, f_flat, names, source) -> None:
-    if not nest.same_structure(t_out, f_out):
+    diff = nest.first_difference(t_out, f_out)
+    if diff is not None:
+        path, in_true, in_false = diff
+        where = f"output {_path_label(names, t_out, path)} of the cond is" if path else "the cond returns"
         raise GraphError(
-            "the branches of a cond return different structures: true branch returns "
-            f"{nest.structure_description(t_out)}, false branch returns {nest.structure_description(f_out)}",
-            source)
+            f"the branches of a cond return different structures: {where} {in_true} in the true branch "
+            f"and {in_false} in the false branch; both branches must return the same nesting of tuples, "
+            "lists and dicts", source)
     labels = nest.paths(t_out)
     for i, (t, f) in enumerate(zip(t_flat, f_flat, strict=True)):
         label = _label(names, labels, i)
@@ -107,6 +110,14 @@ def _check_branches(t_out, f_out, t_flat, f_flat, names, source) -> None:
             raise GraphError(
                 f"output {label} of the cond has dtype {t.dtype} in the true branch and {f.dtype} in the "
                 "false branch; cast one of them (e.g. graph.cast(x, np.float32)) so both agree", source)
+
+
+def _path_label(names, out, path: str) -> str:
+    """`path` inside the branch outputs, starting with the user's name of the output when known."""
+    if names and isinstance(out, (tuple, list)) and len(out) == len(names) and path.startswith("["):
+        i, rest = path[1:].split("]", 1)
+        return repr(f"{names[int(i)]}{rest}")
+    return path
 
 
 def _label(names, labels, i) -> str:

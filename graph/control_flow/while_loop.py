@@ -121,7 +121,7 @@ def _build(graph, cond, body, structure, flat, shapes, labels, counted, max_iter
             body_in = [sw.outputs[1] for sw in ctx.switches]
             body_vars = nest.pack_as(structure, body_in[:-1] if counted else body_in)
             out = body(*body_vars)
-            out = _check_body_structure(structure, out, source)
+            out = _check_body_structure(structure, out, names, source)
             out_flat = [convert(v) for v in nest.flatten(out)]
             if counted:
                 from graph.ops.math import add
@@ -149,18 +149,26 @@ def _as_predicate(pred, source) -> Tensor:
         pred = convert(bool(pred))
     pred = convert(pred)
     if pred.dtype != np.bool_ or (pred.shape is not None and pred.shape != ()):
-        raise GraphError(f"the loop condition must return a scalar bool, got {pred.dtype}"
-                         f"{_sh.format_shape(pred.shape)} ({pred.name})", source)
+        raise GraphError(f"the loop condition must return a scalar bool, got a {pred.dtype}"
+                         f"{_sh.format_shape(pred.shape)} tensor", source)
     return pred
 
 
-def _check_body_structure(structure, out, source):
+def _check_body_structure(structure, out, names, source):
     if len(structure) == 1 and not isinstance(out, (tuple, list)):
         out = type(structure)([out]) if isinstance(structure, list) else (out,)
-    if not isinstance(out, (tuple, list)) or not nest.same_structure(tuple(structure), tuple(out)):
+    if not isinstance(out, (tuple, list)) or len(out) != len(structure):
         raise GraphError(
-            "the loop body must return the loop variables with the same structure: expected "
+            f"the loop body must return the {len(structure)} loop variables with the same structure: expected "
             f"{nest.structure_description(tuple(structure))}, got {nest.structure_description(out)}", source)
+    for i, (before, after) in enumerate(zip(structure, out, strict=True)):
+        diff = nest.first_difference(before, after)
+        if diff is not None:
+            path, was, now = diff
+            label = repr(f"{names[i]}{path}") if names is not None and i < len(names) else f"loop_vars[{i}]{path}"
+            raise GraphError(
+                f"loop variable {label} is {was} before the loop and {now} after one iteration; a loop variable "
+                "must keep the same structure (the same nesting of tuples, lists and dicts)", source)
     return out
 
 
