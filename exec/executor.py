@@ -316,7 +316,8 @@ def execute(plan: Plan, feed_values: list, pool: _Pool | None = None) -> list:
                     groups = ((live, data, False),)
             elif k == MULTI:
                 if dead:
-                    groups = ((c0, None, True), (c1, None, True), (cc, None, True))
+                    groups = ((c0, None, True), (c1, None, True), (cc, None, True)) + tuple(
+                        (c, None, True) for c in plan.extra_ports.get(i, ()))
                 else:
                     try:
                         outs = fn[i](*args)

@@ -118,6 +118,23 @@ def test_pool_and_inline_agree():
         np.testing.assert_allclose(Session(g, inter_op_threads=threads).run(out, {x: a, y: b}), want)
 
 
+def test_every_output_of_a_multi_output_node_goes_dead_with_it():
+    # the loop's last iteration is dead; outputs past the second of a Split must be dead too,
+    # or their consumers wait forever
+    g = G.Graph()
+    with g.as_default():
+        n = G.placeholder(np.int64, [])
+
+        def body(i, x):
+            a, b, c, d = G.split(x, 4)
+            return G.add(i, 1), G.concat([d, c, G.mul(b, 2.0), a], 0)
+        _, out = G.while_loop(lambda i, x: G.less(i, n), body, (G.constant(0), G.constant(np.arange(4.0))))
+    want = np.arange(4.0)
+    for _ in range(3):
+        want = np.concatenate([want[3:], want[2:3], want[1:2] * 2, want[:1]])
+    np.testing.assert_allclose(Session(g).run(out, {n: 3}), want)
+
+
 def test_fetching_a_dead_tensor_is_an_error():
     g = G.Graph()
     with g.as_default():
