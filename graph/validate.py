@@ -47,6 +47,7 @@ def validate(graph) -> None:
                 problems.append(f"{n.name}: NextIteration {t.node.name} may only feed a Merge")
         if not n.inputs and not n.control_inputs and _frame(n) is not None:
             problems.append(f"{n.name}: a node inside a loop frame needs at least one input")
+    problems.extend(_frames(graph))
     problems.extend(_cycles(graph))
     if problems:
         from graph.printing import format_graph
@@ -55,6 +56,26 @@ def validate(graph) -> None:
         if len(lines) > 200:
             listing = "\n".join(lines[:200]) + f"\n... ({len(lines) - 200} more nodes)"
         raise GraphError("invalid graph:\n  " + "\n  ".join(problems[:20]) + "\n\n" + listing, None)
+
+
+def _frames(graph) -> list[str]:
+    """Every Enter names the frame it enters; one frame name is one loop with one parallel_iterations."""
+    problems, loops, windows = [], {}, {}
+    for n in graph.nodes:
+        if n.op != "Enter":
+            continue
+        frame, name = n.frame, n.attrs.get("frame_name")
+        if frame is None or frame.frame_name != name:
+            problems.append(f"{n.name}: Enter into frame {name!r} but it belongs to frame {_name(frame)}")
+            continue
+        if loops.setdefault(name, frame) is not frame:
+            problems.append(f"{n.name}: two different loops use the frame name {name!r}")
+        windows.setdefault(name, {}).setdefault(n.attrs.get("parallel_iterations"), n.name)
+    for name, by_window in windows.items():
+        if len(by_window) > 1:
+            seen = ", ".join(f"parallel_iterations={par} at {node}" for par, node in by_window.items())
+            problems.append(f"the Enters of frame {name!r} disagree: {seen}")
+    return problems
 
 
 def _name(frame) -> str:
