@@ -115,9 +115,15 @@ class Tensor:
 
     def __iter__(self):
         raise SymbolicBoolError(
-            f"cannot iterate over graph tensor {self.name} in Python: its length is only known at run time. "
-            "Decorate the function with @transpile.function (a `for` over a tensor becomes a graph loop), "
-            "or use graph.while_loop / graph.map_fn / graph.unstack")
+            f"cannot iterate over graph tensor {self.name} in Python (unpacking, list(), a comprehension, ...): "
+            "its elements only exist when the graph runs. Write a `for` statement in a @transpile.function "
+            "(a `for` over a tensor becomes a graph loop; comprehensions and unpacking are not converted), index "
+            "it (t[0], t[1]) or use graph.unstack, or build the loop with graph.while_loop / graph.map_fn")
+
+    def __contains__(self, item):
+        raise SymbolicBoolError(
+            f"`x in t` on graph tensor {self.name} would need its values while the graph is built; "
+            "use graph.reduce_any(graph.equal(t, x))")
 
     def __len__(self):
         if self.shape is not None and self.shape and self.shape[0] is not None:
