@@ -99,6 +99,8 @@ def _new(node, rt):
     dynamic, accumulate = node.attrs["dynamic_size"], node.attrs["accumulate"]
 
     def new(size):
+        if size < 0:
+            raise ValueError(f"TensorArray {spec.name!r} created with negative size {int(size)}")
         return TensorArrayValue(spec.name, spec.dtype, _spec_shape(spec), int(size), dynamic, accumulate)
     return new
 

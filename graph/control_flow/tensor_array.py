@@ -18,7 +18,7 @@ from graph import dtypes as _dt
 from graph import shapes as _sh
 from graph.core import Tensor, make_op, register_op
 from graph.errors import GraphError
-from graph.ops._util import convert
+from graph.ops._util import convert, static_value
 
 _INT64 = np.dtype(np.int64)
 
@@ -105,8 +105,12 @@ class TensorArray:
         spec = TensorArraySpec(dtype, _sh.as_shape(element_shape), name or "TensorArray", accumulate)
         dynamic = size is None
         size_t = convert(0 if size is None else size, dtype=None)
-        if size_t.dtype.kind not in "iu":
-            raise GraphError(f"TensorArray size must be an integer, got {size_t.dtype}")
+        if size_t.dtype.kind not in "iu" or (size_t.shape is not None and size_t.shape != ()):
+            raise GraphError(f"TensorArray size must be a scalar integer, got {size_t.dtype}"
+                             f"{_sh.format_shape(size_t.shape)}")
+        static = static_value(size_t)
+        if static is not None and static < 0:
+            raise GraphError(f"TensorArray size must be >= 0, got {int(static)}")
         node = make_op("TensorArrayNew", [size_t], {"dtype": dtype, "spec": spec, "dynamic_size": dynamic,
                                                     "accumulate": accumulate}, name=name or "TensorArray")
         spec.new_node = node
