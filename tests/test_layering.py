@@ -11,10 +11,10 @@ ALLOWED = {
     "exec": {"graph"},
     "grad": {"graph"},
     "dist": {"graph", "exec"},
-    "transpile": {"graph", "exec", "grad"},
+    "transpile": {"graph", "exec"},
 }
-# Within transpile, only these modules may import graph / exec.
-TRANSPILE_GRAPH_USERS = {"operators.py", "api.py", "__init__.py"}
+# Within transpile, only these modules may import graph (operators + api) and exec (api, to run).
+TRANSPILE_USERS = {"graph": {"operators.py", "api.py"}, "exec": {"api.py"}}
 
 
 def _imports(path: pathlib.Path):
@@ -40,10 +40,23 @@ def test_module_respects_layering(pkg, path):
             continue
         where = f"{path.relative_to(ROOT)}:{line}"
         assert top in ALLOWED[pkg], f"{where}: {pkg}/ may not import {top}/ (allowed: {sorted(ALLOWED[pkg])})"
-        if pkg == "transpile" and top in ("graph", "exec"):
-            assert path.name in TRANSPILE_GRAPH_USERS, \
-                f"{where}: only transpile/operators.py and transpile/api.py may import {top}/"
+        if pkg == "transpile":
+            users = TRANSPILE_USERS[top]
+            assert path.parent.name == "transpile" and path.name in users, \
+                f"{where}: only {', '.join(f'transpile/{u}' for u in sorted(users))} may import {top}/"
 
 
 def test_every_package_is_checked():
     assert {p for p, _ in _modules()} == OURS
+
+
+def test_dynamic_imports_are_checked_too():
+    """`importlib.import_module("grad")` or `__import__("exec")` would bypass the check above."""
+    for pkg, path in _modules():
+        tree = ast.parse(path.read_text(), filename=str(path))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Call) and getattr(node.func, "attr", getattr(node.func, "id", "")) in (
+                    "import_module", "__import__") and node.args and isinstance(node.args[0], ast.Constant):
+                top = str(node.args[0].value).split(".")[0]
+                assert top not in OURS or top == pkg or top in ALLOWED[pkg], \
+                    f"{path.relative_to(ROOT)}:{node.lineno}: {pkg}/ may not import {top}/"
