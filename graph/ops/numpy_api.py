@@ -286,6 +286,73 @@ FUNCTIONS = {
 }
 
 
+# --------------------------------------------------------------------------- constructors
+# numpy functions that make arrays from shapes, bounds or nested lists do not dispatch on tensor
+# arguments (NEP 18 covers array arguments only), so `np.zeros(n)` with a tensor `n` cannot reach
+# the graph by itself: converted code routes such calls through `constructor_call`.
+
+def _from_object(obj, dtype=None, copy=True, order="K", ndmin=0, **kwargs):
+    _unsupported_kwargs("np.array", kwargs, {"subok": False, "like": None})
+    t = convert(obj)  # a nested list holding tensors is stacked (numpy's promotion)
+    if ndmin > (t.ndim or 0):
+        t = A.reshape(t, [1] * (ndmin - t.ndim) + [-1 if d is None else d for d in t.shape])
+    return M.cast(t, dtype) if dtype is not None else t
+
+
+def _filled(value):
+    def impl(shape, dtype=float, order="C", **kwargs):
+        _unsupported_kwargs("np.zeros", kwargs, {"like": None})
+        return A.fill(shape, np.zeros((), dtype if dtype is not None else float) + value)
+    return impl
+
+
+def _full(shape, fill_value, dtype=None, order="C", **kwargs):
+    _unsupported_kwargs("np.full", kwargs, {"like": None})
+    return A.fill(shape, fill_value, dtype)
+
+
+def _arange(*args, dtype=None, like=None, **kwargs):
+    names = ("start", "stop", "step")
+    if len(args) > 3 or any(k not in names for k in kwargs):
+        raise TypeError("np.arange on graph tensors takes start, stop, step and dtype")
+    bounds = dict(zip(names if len(args) > 1 else ("stop",), args)) | kwargs
+    return A.range(bounds.get("start", 0), bounds["stop"], bounds.get("step", 1), dtype=dtype)
+
+
+def _eye(N, M=None, k=0, dtype=float, order="C", **kwargs):
+    if M is not None or k != 0 or kwargs:
+        raise TypeError("np.eye with a graph tensor size supports only np.eye(n, dtype=...)")
+    return A.one_hot(A.range(N), N, dtype=dtype)
+
+
+def _scalar_type(dtype):
+    return lambda x=0: M.cast(convert(x), dtype)
+
+
+CONSTRUCTORS = {
+    np.array: _from_object, np.asarray: _from_object, np.asanyarray: _from_object,
+    np.ascontiguousarray: _from_object,
+    np.zeros: _filled(0), np.ones: _filled(1), np.empty: _filled(0), np.full: _full,
+    np.arange: _arange, np.eye: _eye,
+    **{t: _scalar_type(t) for t in (np.bool_, np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16,
+                                    np.uint32, np.uint64, np.float16, np.float32, np.float64)},
+}
+
+
+def constructor_call(func, args, kwargs):
+    """`func(*args, **kwargs)` as graph ops, for a numpy constructor given a tensor (NotImplemented: not one)."""
+    impl = CONSTRUCTORS.get(func)
+    if impl is None or not any(_holds_tensor(v) for v in (*args, *kwargs.values())):
+        return NotImplemented
+    return impl(*args, **kwargs)
+
+
+def _holds_tensor(v) -> bool:
+    if isinstance(v, Tensor) or hasattr(v, "_as_graph_tensor"):
+        return True
+    return isinstance(v, (list, tuple)) and any(_holds_tensor(x) for x in v)
+
+
 def array_function(self, func, types, args, kwargs):
     impl = FUNCTIONS.get(func)
     if impl is None:
