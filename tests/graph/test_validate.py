@@ -1,5 +1,8 @@
 """graph.validate(): every graph the builders make is valid (and lists deterministically); each kind
 of corruption is reported with the node it concerns and the listing."""
+import shutil
+import subprocess
+
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -71,3 +74,13 @@ def test_corruption_is_reported(what):
     problems = str(info.value).split("\n\n")[0]
     assert node in problems and text in problems, problems
     assert "%x = Placeholder" in str(info.value)  # the listing is shown
+
+
+@pytest.mark.skipif(shutil.which("dot") is None, reason="Graphviz is not installed")
+@settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(P.programs)
+def test_dot_output_is_accepted_by_graphviz(program):
+    g, _, _ = P.build_graph(program)
+    done = subprocess.run(["dot", "-Tsvg"], input=g.to_dot(), capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert "cluster_" in g.to_dot() or not any(n.context is not None for n in g.nodes)
