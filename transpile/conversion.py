@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import ast
 import copy
+import inspect
 import types
 from dataclasses import dataclass, field
 
@@ -44,7 +45,8 @@ def _register(code, metadata: dict, filename: str) -> None:
         meta = metadata.get(c.co_name)
         if meta is not None:
             GENERATED_CODE[c] = dict(meta, filename=filename)
-        todo.extend(k for k in c.co_consts if isinstance(k, types.CodeType))
+        # a class body stays as the user wrote it (its methods are converted when called)
+        todo.extend(k for k in c.co_consts if isinstance(k, types.CodeType) and k.co_flags & inspect.CO_OPTIMIZED)
 
 
 @dataclass
@@ -91,6 +93,28 @@ def _nested_generators(fn_node):
     return out
 
 
+_CLASS_BODY = "class_body"
+
+
+def _hide_class_bodies(fn_node) -> None:
+    """Classes defined in a converted function are left as written (their methods are converted when
+    called, like any user function): the analyses and converters see each class body as `pass`."""
+    todo = [fn_node]
+    while todo:
+        n = todo.pop()
+        if isinstance(n, gast.ClassDef):
+            anno.set_anno(n, _CLASS_BODY, n.body)  # classes nested in it stay inside the hidden body
+            n.body = [ast_util.locate(gast.Pass(), n)]
+        else:
+            todo.extend(gast.iter_child_nodes(n))
+
+
+def _restore_class_bodies(fn_node) -> None:
+    for n in [n for n in gast.walk(fn_node) if isinstance(n, gast.ClassDef) and anno.has_anno(n, _CLASS_BODY)]:
+        n.body = anno.get_anno(n, _CLASS_BODY)
+        anno.del_anno(n, _CLASS_BODY)
+
+
 def _closure_values(fn) -> dict:
     out = {}
     for name, cell in zip(fn.__code__.co_freevars, fn.__closure__ or (), strict=True):
@@ -112,6 +136,7 @@ def convert_node(node, ctx: Context):
         ast_util.locate(fn, node)
         node = fn
     generators = {id(g): copy.deepcopy(g.body) for g in _nested_generators(node)}
+    _hide_class_bodies(node)
     for step in (guard_clauses, return_statements, break_statements, continue_statements, dead_flags, asserts,
                  lists, slices):
         node = step.transform(node, ctx)
@@ -126,6 +151,7 @@ def convert_node(node, ctx: Context):
     for g in gast.walk(node):
         if id(g) in generators:
             g.body = generators[id(g)]
+    _restore_class_bodies(node)
     if is_lambda:
         lam = gast.Lambda(args=node.args, body=node.body[0].value)
         ast_util.locate(lam, node)
