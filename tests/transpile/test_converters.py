@@ -7,7 +7,7 @@ import pytest
 
 from transpile import conversion, liveness
 from transpile.converters import (asserts, break_statements, call_trees, conditional_expressions, conditionals,
-                                  continue_statements, guard_clauses, lists, logical_expressions, loops,
+                                  continue_statements, dead_flags, guard_clauses, lists, logical_expressions, loops,
                                   return_statements, slices, variables)
 from transpile.converters.base import Context
 from transpile.naming import Namer
@@ -282,6 +282,27 @@ CASES = {
             ok = ag.and_(0 <= i, lambda: i < n)
             ok2 = ag.and_(0 <= (cmp := g(i)), lambda: cmp < n)
         """),
+    "dead_flags": ((return_statements, dead_flags), """
+        def f(x, n):
+            for i in range(n):
+                x = x + 1
+                if x > 10:
+                    return x
+            return -x
+        """, """
+        def f(x, n):
+            do_return = False
+            retval = ag.undefined_return()
+            for i in range(n):
+                x = x + 1
+                if x > 10:
+                    do_return = True
+                    retval = x
+                    break
+            if not do_return:
+                retval = -x
+            return retval
+        """),
     "variables": ((variables,), """
         def f(x, n):
             for i in range(n):
@@ -302,6 +323,16 @@ CASES = {
 def test_converter_before_after(name):
     steps, before, after = CASES[name]
     assert _convert(before, *steps) == _normalized(after)
+
+
+def test_every_converter_has_a_before_after_case():
+    import pkgutil
+
+    import transpile.converters as pkg
+    tested = {step.__name__.rsplit(".", 1)[-1] for steps, _, _ in CASES.values() for step in steps}
+    # base and state are helpers; unsupported only rejects (its cases are in test_errors.py)
+    converters = {info.name for info in pkgutil.iter_modules(pkg.__path__)} - {"base", "state", "unsupported"}
+    assert converters <= tested, f"converters without a before/after case: {sorted(converters - tested)}"
 
 
 def test_every_converter_module_has_a_docstring_and_an_example():
