@@ -319,6 +319,8 @@ class Function:
     Variables created inside the function are created on its first trace
     only; later traces (new signatures) reuse the same objects, in creation
     order, so their values persist like those of Variables created outside.
+    Used as a method, it is one Function per instance (its own traces and
+    Variables).
     When a call needs a new trace, `retrace_reports` gets a line saying which
     argument changed (also logged at DEBUG level on logger "transpile").
     """
@@ -340,12 +342,33 @@ class Function:
         self._variables = _VariableScope()
         self._lock = threading.RLock()
         self.retrace_reports: list[str] = []
+        self._per_instance: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+        self._per_instance_strong: dict = {}
 
     # -- calling -----------------------------------------------------------------------------
     def __get__(self, obj, objtype=None):
         if obj is None:
             return self
-        return _BoundFunction(self, obj)
+        return _BoundFunction(self._for_instance(obj), obj)
+
+    def _for_instance(self, obj) -> "Function":
+        """This method's Function for instance `obj`: its own traces and its own Variables, so that
+        Variables the method creates (optimizer slots, layers built on first call) are per instance."""
+        with self._lock:
+            try:
+                per_instance = self._per_instance.get(obj)
+            except TypeError:  # unhashable or not weakly referenceable: by identity, kept alive
+                per_instance, _ = self._per_instance_strong.get(id(obj), (None, obj))
+                if per_instance is None:
+                    per_instance = self._copy()
+                    self._per_instance_strong[id(obj)] = (per_instance, obj)
+                return per_instance
+            if per_instance is None:
+                per_instance = self._per_instance[obj] = self._copy()
+            return per_instance
+
+    def _copy(self) -> "Function":
+        return Function(self.python_function, static_argnames=self.static_argnames, relax_shapes=self.relax_shapes)
 
     def __call__(self, *args, **kwargs):
         if operators._tracing():

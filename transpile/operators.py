@@ -1505,9 +1505,21 @@ def list_append(target, value):
     return target
 
 
-def set_item(target, key, value):
-    """`target[key] = value`; returns the target (a new tensor when the target is a tensor)."""
+def set_item(target, key, value, in_place=None):
+    """`target[key] = value`; returns the target (a new tensor when the target is a tensor).
+
+    A Variable's item is assigned (`target.assign_at(key, value)`). `in_place` names a
+    target the function does not bind (a global or closure variable): it must change in place.
+    """
+    if getattr(target, "is_variable", False):
+        target.assign_at(key, value)
+        return target
     if isinstance(target, Tensor):
+        if in_place is not None:
+            raise StagingError(f"`{in_place}[...] = ...` cannot change graph tensor '{in_place}', which this "
+                               "function does not define (graph tensors are immutable): return the new value "
+                               f"(`{in_place} = graph.set_item({in_place}, i, v)` where it is defined), or keep "
+                               "the state in a graph.Variable")
         return graph.set_item(target, key, value)
     if isinstance(target, TensorList):
         raise StagingError("cannot assign an item of a list built in a graph loop; build a new list instead")

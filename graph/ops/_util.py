@@ -91,4 +91,6 @@ def static_value(t):
         return np.asarray(n.inputs[0].shape, dtype=n.attrs.get("out_type", np.int64))
     if n.op in ("Identity", "StopGradient") and not n.control_inputs:
         return static_value(n.inputs[0])
+    if n.op in ("Switch", "Enter"):  # where the value is live at all, it is the input's
+        return static_value(n.inputs[0])
     return None

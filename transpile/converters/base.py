@@ -87,6 +87,29 @@ def walk_same_scope(node):
                 todo.append(c)
 
 
+def bound_names(fn) -> set:
+    """Names that function `fn` binds itself (parameters, assignments, imports, defs, global, nonlocal)."""
+    args = fn.args
+    names = {a.id for a in (*args.posonlyargs, *args.args, *args.kwonlyargs) if isinstance(a, gast.Name)}
+    names |= {a.id for a in (args.vararg, args.kwarg) if isinstance(a, gast.Name)}
+    todo = list(fn.body)
+    while todo:
+        n = todo.pop()
+        if isinstance(n, (gast.FunctionDef, gast.AsyncFunctionDef, gast.ClassDef)):
+            names.add(n.name)
+            continue
+        if isinstance(n, gast.Lambda):
+            continue
+        if isinstance(n, gast.Name) and isinstance(n.ctx, (gast.Store, gast.Del)):
+            names.add(n.id)
+        elif isinstance(n, (gast.Global, gast.Nonlocal)):
+            names.update(n.names)
+        elif isinstance(n, (gast.Import, gast.ImportFrom)):
+            names.update((a.asname or a.name).split(".")[0] for a in n.names)
+        todo.extend(gast.iter_child_nodes(n))
+    return names
+
+
 def walk_same_loop(stmts):
     """Statements reachable without entering a nested loop or function (for break/continue)."""
     todo = list(reversed(stmts))

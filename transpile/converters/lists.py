@@ -4,7 +4,7 @@ from __future__ import annotations
 import gast
 
 from transpile import ast_util as A
-from transpile.converters.base import Context, Converter
+from transpile.converters.base import Context, Converter, bound_names
 
 
 class Lists(Converter):
@@ -20,7 +20,20 @@ class Lists(Converter):
 
     On a Python list `list_append` appends in place, exactly as before; in a
     graph loop the list becomes a TensorArray that is stacked after the loop.
+    A list the function does not bind (a global, a closure variable) is only
+    read, as in Python: its `append` stays a plain call.
     """
+
+    def __init__(self, ctx: Context):
+        super().__init__(ctx)
+        self._bound: list[set] = []
+
+    def visit_FunctionDef(self, node):
+        self._bound.append(bound_names(node))
+        try:
+            return self.generic_visit(node)
+        finally:
+            self._bound.pop()
 
     def visit_Expr(self, node):
         call = node.value
@@ -29,6 +42,8 @@ class Lists(Converter):
                 and len(call.args) == 1 and not call.keywords
                 and not isinstance(call.args[0], gast.Starred)):
             target = call.func.value.id
+            if self._bound and target not in self._bound[-1]:
+                return self.generic_visit(node)
             new = A.assign(A.name(target, gast.Store()),
                            self.ctx.ag_call("list_append", [A.name(target), call.args[0]]))
             return A.locate(new, node)

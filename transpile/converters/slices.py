@@ -4,7 +4,7 @@ from __future__ import annotations
 import gast
 
 from transpile import ast_util as A
-from transpile.converters.base import Context, Converter
+from transpile.converters.base import Context, Converter, bound_names
 
 
 def _container(node):
@@ -27,16 +27,34 @@ class Slices(Converter):
         y = ag.set_item(y, 0, y[0] + 1)
 
     `set_item` writes Python lists and numpy arrays in place (and returns them),
-    as before; for a tensor it returns the updated copy.
+    as before; for a tensor it returns the updated copy; for a Variable it
+    assigns the item (`v.assign_at(i, value)`). A name the function does not
+    bind (a global, a closure variable) is only read, as in Python: its item
+    assignment becomes `ag.set_item(buffer, i, v, in_place='buffer')`.
     """
+
+    def __init__(self, ctx: Context):
+        super().__init__(ctx)
+        self._bound: list[set] = []
+
+    def visit_FunctionDef(self, node):
+        self._bound.append(bound_names(node))
+        try:
+            return self.generic_visit(node)
+        finally:
+            self._bound.pop()
 
     def _rewrite(self, target, value, node):
         container = _container(target.value)
         if container is None:
             return None
+        read = A.with_ctx(A.copy_node(container), gast.Load())
+        if isinstance(container, gast.Name) and self._bound and container.id not in self._bound[-1]:
+            call = self.ctx.ag_call("set_item", [read, target.slice, value],
+                                    [A.keyword("in_place", A.const(container.id))])
+            return A.locate(A.expr_stmt(call), node)
         new = A.assign(A.with_ctx(A.copy_node(container), gast.Store()),
-                       self.ctx.ag_call("set_item", [A.with_ctx(A.copy_node(container), gast.Load()),
-                                                     target.slice, value]))
+                       self.ctx.ag_call("set_item", [read, target.slice, value]))
         return A.locate(new, node)
 
     def visit_Assign(self, node):
