@@ -215,7 +215,7 @@ def _kind(n: Node) -> int:
 def _is_heavy(n: Node) -> bool:
     if n.op == "MatMul":
         a, b = n.inputs
-        if _sh.is_fully_defined(a.shape) and _sh.is_fully_defined(b.shape) and len(a.shape) >= 2:
+        if _sh.is_fully_defined(a.shape) and _sh.is_fully_defined(b.shape):
             flops = _sh.num_elements(a.shape) * (b.shape[-1] if len(b.shape) >= 2 else 1)
             return flops >= ASYNC_MIN_MATMUL_FLOPS
         return True
