@@ -30,6 +30,7 @@ from queue import SimpleQueue
 
 import numpy as np
 
+from exec import blas
 from exec.errors import NoProgressError, RunError
 from exec.plan import (ASYNC, DIRECT, ENTER, EXIT, LOOP_MERGE, MERGE, MULTI, NEXT, NORMAL, PENDING, SWITCH,
                        TO_LOOP_MERGE, TO_MERGE, Plan)
@@ -102,6 +103,11 @@ class _Pool:
 
 def execute(plan: Plan, feed_values: list, pool: _Pool | None = None) -> list:
     """Runs `plan` once; returns the fetched values (numpy) in fetch order."""
+    with blas.single_threaded():  # the pool is the parallelism: see exec/blas.py
+        return _execute(plan, feed_values, pool)
+
+
+def _execute(plan: Plan, feed_values: list, pool: _Pool | None) -> list:
     kind, fn, cons, tmpl, ndata, nin = plan.kind, plan.fn, plan.cons, plan.tmpl, plan.ndata, plan.nin
     frame_info, num_enters, exits = plan.frame_info, plan.num_enters, plan.exits
     bindable, unbound = plan.bindable, plan.unbound
