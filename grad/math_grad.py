@@ -197,16 +197,30 @@ def _reciprocal_grad(op, g):
 
 @register_gradient("Tanh")
 def _tanh_grad(op, g):
-    """d tanh(x) = (1 - tanh(x)^2) dx."""
-    y = op.outputs[0]
-    return m.mul(g, m.sub(1, m.mul(y, y)))
+    """d tanh(x) = (1 - tanh(x)^2) dx (one TanhGrad op on the saved output)."""
+    return m.tanh_grad(op.outputs[0], g)
 
 
 @register_gradient("Sigmoid")
 def _sigmoid_grad(op, g):
-    """d sigmoid(x) = s (1 - s) dx."""
-    y = op.outputs[0]
-    return m.mul(g, m.mul(y, m.sub(1, y)))
+    """d sigmoid(x) = s (1 - s) dx (one SigmoidGrad op on the saved output)."""
+    return m.sigmoid_grad(op.outputs[0], g)
+
+
+@register_gradient("TanhGrad")
+def _tanh_grad_grad(op, g):
+    """z = dy (1 - y^2): dz/dy = -2 y dy, dz/d(dy) = 1 - y^2."""
+    y, dy = op.inputs[0], op.inputs[1]
+    return [unbroadcast(op, 0, m.mul(g, m.mul(m.mul(y, dy), -2))) if op.needs(0) else None,
+            unbroadcast(op, 1, m.tanh_grad(y, g)) if op.needs(1) else None]
+
+
+@register_gradient("SigmoidGrad")
+def _sigmoid_grad_grad(op, g):
+    """z = dy y (1 - y): dz/dy = dy (1 - 2 y), dz/d(dy) = y (1 - y)."""
+    y, dy = op.inputs[0], op.inputs[1]
+    return [unbroadcast(op, 0, m.mul(g, m.mul(dy, m.sub(1, m.mul(y, 2))))) if op.needs(0) else None,
+            unbroadcast(op, 1, m.sigmoid_grad(y, g)) if op.needs(1) else None]
 
 
 @register_gradient("Relu")

@@ -31,6 +31,24 @@ def simple(op: str, fn: Callable, heavy: bool = False) -> None:
     kernel(op, heavy=heavy)(lambda node, rt: fn)
 
 
+# In-place variants: `factory(node, rt, slot) -> fn(*input_values)` writing the result into input
+# `slot`, used when the plan proves that input's buffer is read by this node alone (exec/donation.py).
+INPLACE: dict[str, Callable] = {}
+
+
+def inplace(*ops: str):
+    def register(factory):
+        for op in ops:
+            INPLACE[op] = factory
+        return factory
+    return register
+
+
+def get_inplace_kernel(node, rt, slot: int) -> Callable | None:
+    factory = INPLACE.get(node.op)
+    return None if factory is None else factory(node, rt, slot)
+
+
 def get_kernel(node, rt) -> Callable:
     try:
         factory = KERNELS[node.op]

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from exec.kernels import kernel, simple
+from exec.kernels import inplace, kernel, simple
 
 _UFUNCS = {
     "Add": np.add, "Sub": np.subtract, "Mul": np.multiply, "TrueDiv": np.true_divide,
@@ -22,6 +22,16 @@ for _op, _fn in _UFUNCS.items():
     simple(_op, _fn)
 
 
+@inplace(*_UFUNCS)
+def _ufunc_into(node, rt, slot):
+    uf = _UFUNCS[node.op]
+    if uf.nin == 1:
+        return lambda x: uf(x, out=x)
+    if slot == 0:
+        return lambda a, b: uf(a, b, out=a)
+    return lambda a, b: uf(a, b, out=b)
+
+
 def _reciprocal(x):
     # np.reciprocal truncates integers (1/2 -> 0); true division matches the graph dtype
     return np.true_divide(1, x) if np.asarray(x).dtype.kind in "iub" else np.reciprocal(x)
@@ -31,16 +41,67 @@ simple("Reciprocal", _reciprocal)
 
 
 def _sigmoid(x):
-    # numerically stable: never exponentiates a large positive number
+    """1 / (1 + exp(-x)) in one buffer: four passes, where the textbook form makes four arrays.
+
+    exp(-x) overflows to inf for very negative x; 1 / (1 + inf) = 0 is the right limit, so the
+    overflow is not an error here (results below the smallest normal float come out as 0).
+    """
     x = np.asarray(x)
     if x.dtype.kind in "iub":
         x = x.astype(np.float64)
-    e = np.exp(-np.abs(x))
-    out = np.where(x >= 0, 1.0 / (1.0 + e), e / (1.0 + e)).astype(x.dtype, copy=False)
-    return out[()] if out.ndim == 0 else out
+    if x.ndim == 0:
+        with np.errstate(over="ignore"):
+            return x.dtype.type(1 / (1 + np.exp(-x)))
+    out = np.negative(x)
+    with np.errstate(over="ignore"):
+        np.exp(out, out=out)
+    out += 1
+    np.reciprocal(out, out=out)
+    return out
 
 
 simple("Sigmoid", _sigmoid)
+
+
+def _sigmoid_into(x):
+    np.negative(x, out=x)
+    with np.errstate(over="ignore"):
+        np.exp(x, out=x)
+    x += 1
+    return np.reciprocal(x, out=x)
+
+
+inplace("Sigmoid")(lambda node, rt, slot: _sigmoid_into)
+inplace("Reciprocal")(lambda node, rt, slot: lambda x: np.reciprocal(x, out=x))  # floats: same dtype in and out
+inplace("Relu")(lambda node, rt, slot: lambda x: np.maximum(x, 0, out=x))
+
+
+def _fusable(y, dy) -> bool:
+    """Whether y and dy can share one output buffer: same shape and dtype, not scalars."""
+    return isinstance(y, np.ndarray) and isinstance(dy, np.ndarray) and y.ndim and y.shape == dy.shape \
+        and y.dtype == dy.dtype and y.dtype.kind == "f"
+
+
+def _tanh_grad(y, dy):
+    if not _fusable(y, dy):
+        return dy * (1 - y * y)
+    out = np.multiply(y, y)
+    np.subtract(1, out, out=out)
+    out *= dy
+    return out
+
+
+def _sigmoid_grad(y, dy):
+    if not _fusable(y, dy):
+        return dy * y * (1 - y)
+    out = np.subtract(1, y)
+    out *= y
+    out *= dy
+    return out
+
+
+simple("TanhGrad", _tanh_grad)
+simple("SigmoidGrad", _sigmoid_grad)
 
 
 def _relu(x):

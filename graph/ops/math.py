@@ -111,6 +111,27 @@ reciprocal, logical_not, invert = _unary("Reciprocal"), _unary("LogicalNot"), _u
 isnan, isfinite = _unary("IsNan"), _unary("IsFinite")
 
 
+# --------------------------------------------------------------------------- activation gradients
+
+# The backward steps of tanh and sigmoid from their outputs y and the incoming gradient dy, as
+# single ops (TF's TanhGrad/SigmoidGrad): one node and one output buffer instead of three of each,
+# which matters in gradient loops, where they run once per iteration per gate.
+register_op("TanhGrad", _binary_infer(np.multiply))
+register_op("SigmoidGrad", _binary_infer(np.multiply))
+
+
+def tanh_grad(y, dy, name: str | None = None) -> Tensor:
+    """`dy * (1 - y * y)`: the gradient of tanh through its output `y = tanh(x)`."""
+    a, b = convert_pair(y, dy)
+    return make_op("TanhGrad", [a, b], name=name).outputs[0]
+
+
+def sigmoid_grad(y, dy, name: str | None = None) -> Tensor:
+    """`dy * y * (1 - y)`: the gradient of sigmoid through its output `y = sigmoid(x)`."""
+    a, b = convert_pair(y, dy)
+    return make_op("SigmoidGrad", [a, b], name=name).outputs[0]
+
+
 # --------------------------------------------------------------------------- cast
 
 register_op("Cast", lambda i, a: [(a["dtype"], i[0].shape)])

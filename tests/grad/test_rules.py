@@ -41,6 +41,8 @@ BINARY = {
     "maximum": (graph.maximum, any_, any_), "minimum": (graph.minimum, any_, any_),
     "atan2": (graph.atan2, any_, any_), "mod": (graph.mod, pos, lambda *s: rng.uniform(2.5, 3.0, size=s)),
     "where": (lambda a, b: graph.where(a > b, a * b, a - b), any_, any_),
+    # the activation-gradient ops themselves (their rules are what second-order gradients use)
+    "tanh_grad": (graph.tanh_grad, any_, any_), "sigmoid_grad": (graph.sigmoid_grad, any_, any_),
 }
 
 
