@@ -12,6 +12,7 @@ from graph import shapes as _sh
 from graph.core import Node, Tensor
 from exec import kernels as _kernels
 from exec.devices import check_local
+from exec.donation import donatable_slot, exclusive_inputs
 
 # node kinds
 NORMAL, MULTI, SWITCH, MERGE, LOOP_MERGE, ENTER, EXIT, NEXT, ASYNC = range(9)
@@ -45,6 +46,7 @@ class Plan:
     extra_ports: dict = field(default_factory=dict)  # multi-output node -> consumer lists of ports >= 2
     bindable: dict = field(default_factory=dict)     # constant Enter -> [(dst, slot)] bound per frame
     unbound: dict = field(default_factory=dict)      # constant Enter -> entries delivered per iteration
+    donated: dict = field(default_factory=dict)      # node -> input slot its kernel computes into
 
 
 def prune(fetch_nodes: list[Node], fed: set) -> list[Node]:
@@ -132,11 +134,25 @@ def build_plan(graph, fetches: list[Tensor], targets: list[Node], feeds: list[Te
         entries = plan.cons[s] if kind[s] in SINGLE_OUTPUT_KINDS else _port_list(plan, s, t.index)
         entries.append((k, -1, TO_FETCH))
     _split_invariant_edges(plan)
+    _donate(plan, rt, fed_nodes)
     for i in range(n_nodes):
         if kind[i] not in SINGLE_OUTPUT_KINDS and len(nodes[i].outputs) > 2:
             _port_list(plan, i, len(nodes[i].outputs) - 1)  # every port gets a (maybe empty) list
 
     return plan
+
+
+def _donate(plan: Plan, rt, fed: set) -> None:
+    """Kernels that alone read an input's fresh buffer compute into it (exec/donation.py)."""
+    for i, slots in exclusive_inputs(plan.nodes, plan.local, plan.fetches, fed).items():
+        node = plan.nodes[i]
+        if plan.kind[i] not in (NORMAL, ASYNC) or node.op not in _kernels.INPLACE:
+            continue
+        j = donatable_slot(node, slots)
+        f = None if j is None else _kernels.get_inplace_kernel(node, rt, j)
+        if f is not None:
+            plan.fn[i] = f
+            plan.donated[i] = j
 
 
 _PURE_IDENTITIES = frozenset({"Identity", "LoopCond", "StopGradient"})
@@ -221,10 +237,17 @@ def _is_heavy(n: Node) -> bool:
         return True
     if n.op in _kernels.HEAVY_OPS:
         return True
-    if not n.outputs:
+    if not n.outputs or n.op in _CONSTANT_TIME:
         return False
     size = _sh.num_elements(n.outputs[0].shape)
-    return size is not None and size >= ASYNC_MIN_ELEMENTS and n.op not in ("Const", "Identity")
+    return size is not None and size >= ASYNC_MIN_ELEMENTS
+
+
+# Kernels that return a view, a stored value or a handle: constant time whatever the size, so
+# a pool thread would only add a round trip.
+_CONSTANT_TIME = frozenset({"Const", "Identity", "StopGradient", "ReadVariable", "Transpose", "Reshape",
+                            "ExpandDims", "Squeeze", "BroadcastTo", "Split", "Unstack", "StackPush", "StackPop",
+                            "TensorArrayRead", "TensorArrayWrite", "Shape", "Size", "Rank"})
 
 
 def _identity(x):

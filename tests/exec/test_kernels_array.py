@@ -91,3 +91,15 @@ def test_factories_run_once_per_plan():
         t = G.transpose(x, (1, 0))
     fn = get_kernel(t.node, Runtime())
     np.testing.assert_array_equal(fn(np.ones((2, 3))), np.ones((3, 2)))
+
+
+@pytest.mark.parametrize("shape,sections,axis", [((4, 8), 4, 1), ((6, 2), 3, 0), ((2, 3, 4), 2, 2), ((5, 4), 1, 0)])
+def test_split_of_a_known_dimension_matches_numpy(shape, sections, axis):
+    x = np.arange(np.prod(shape), dtype=np.float32).reshape(shape)
+    g = G.Graph()
+    with g.as_default():
+        p = G.placeholder(np.float32, shape)
+        parts = G.split(p, sections, axis=axis)
+    got = Session(g).run(parts, {p: x})
+    for a, b in zip(got, np.split(x, sections, axis), strict=True):
+        np.testing.assert_array_equal(a, b)
