@@ -1713,6 +1713,9 @@ def call(f, *args, **kwargs):
     if any(f is g for g in _SEQUENCE_FUNCTIONS) and args and isinstance(args[0], (Tensor, TensorList)):
         t = args[0].stack() if isinstance(args[0], TensorList) else args[0]
         return _stack_like(f, t, dict(kwargs))
+    built = graph.ops.numpy_api.constructor_call(f, args, kwargs)  # np.zeros(n), np.float32(t), ...
+    if built is not NotImplemented:
+        return built
     from transpile.errors import ConversionError
     try:
         target = _convert_callable(f)

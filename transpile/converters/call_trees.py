@@ -21,6 +21,11 @@ OVERRIDDEN_BUILTINS = frozenset({"range", "len", "enumerate", "zip", "abs", "min
                                  "float", "bool", "print", "isinstance"})
 # numpy functions that take a sequence: given a list a graph loop built, they get a stacked tensor.
 SEQUENCE_FUNCTIONS = frozenset({"stack", "array", "asarray", "concatenate", "vstack"})
+# numpy constructors: `np.zeros(n)`, `np.arange(n)`, `np.array([t, 1.0])`, `np.float32(t)` get graph ops from
+# `ag.call` when an argument is a tensor (numpy does not dispatch these on tensors by itself).
+NUMPY_CONSTRUCTORS = frozenset({"array", "asarray", "asanyarray", "ascontiguousarray", "zeros", "ones", "empty",
+                                "full", "arange", "eye", "bool", "int8", "int16", "int32", "int64", "uint8",
+                                "uint16", "uint32", "uint64", "float16", "float32", "float64"})
 # Method names of arrays: `x.sum()` on a local is almost always a tensor method, left alone.
 _ARRAY_METHODS = frozenset(n for n in dir(np.ndarray) if not n.startswith("_")) | {"numpy", "read", "write",
                                                                                   "stack", "unstack", "gather",
@@ -78,7 +83,8 @@ class CallTrees(Converter):
     conversion time to numpy, the standard library or this
     project, and methods of arrays on local values (`x.sum()`), are left as they
     are (except numpy's sequence functions, e.g. `np.stack(outs)`, on a list the
-    function appends to: a graph loop turns such a list into a tensor); nested
+    function appends to: a graph loop turns such a list into a tensor; and numpy's
+    constructors, e.g. `np.zeros(n)`, which need `ag.call` when given tensors); nested
     functions and lambdas of the converted function are converted
     with it. Zero-argument `super()` gets its explicit form.
     """
@@ -192,8 +198,10 @@ class CallTrees(Converter):
                 if func.id == "print":
                     node.args = [self._formatted(a) if isinstance(a, gast.JoinedStr) else a for a in node.args]
                 return node
-            if (getattr(value, "__name__", None) in SEQUENCE_FUNCTIONS and getattr(np, value.__name__) is value
-                    and node.args and isinstance(node.args[0], gast.Name) and node.args[0].id in self.appended):
+            name = getattr(value, "__name__", None)
+            if (name in SEQUENCE_FUNCTIONS and getattr(np, name) is value and node.args
+                    and isinstance(node.args[0], gast.Name) and node.args[0].id in self.appended) \
+                    or (name in NUMPY_CONSTRUCTORS and getattr(np, name, None) is value):
                 return A.locate(self.ctx.ag_call("call", [func] + list(node.args), node.keywords), node)
             if is_library_object(value) or isinstance(value, type):
                 return node
