@@ -656,8 +656,20 @@ def _join_dtypes(da, db, weak_a, weak_b, label, in_a, in_b, where):
     if da.kind == "b" or db.kind == "b":
         raise StagingError(f"{label} has dtype {da}{in_a} and {db}{in_b}{where}; cast one of them so that "
                            "both agree")
-    warnings.warn(f"{label} has dtype {da}{in_a} and {db}{in_b}{where}; both become {joined}", stacklevel=5)
+    _warn(f"{label} has dtype {da}{in_a} and {db}{in_b}{where}; both become {joined}")
     return joined
+
+
+_warning_registry: dict = {}
+
+
+def _warn(message: str) -> None:
+    """A UserWarning attributed to the user's line that is being traced (not to this package)."""
+    loc = user_location()
+    if loc is None:
+        warnings.warn(message, stacklevel=2)
+    else:
+        warnings.warn_explicit(message, UserWarning, loc.filename, loc.lineno, registry=_warning_registry)
 
 
 def _encode(value, mode, name):
@@ -919,10 +931,9 @@ def _check_unrolling(loop_body, iterations: int, g, nodes_before: int) -> None:
     _warned_unrolled.add(code)
     meta = conversion.metadata_for(loop_body)
     where = _loop_where(meta, meta.get("kind", "")) if meta else "a loop"
-    warnings.warn(f"{where} has run {iterations} iterations in Python while the graph is built, adding "
-                  f"{len(g.nodes) - nodes_before} nodes so far: its condition or iterable is a Python value, so "
-                  "it unrolls into the graph. Make it a graph tensor (e.g. a tensor loop bound) for a graph loop",
-                  stacklevel=3)
+    _warn(f"{where} has run {iterations} iterations in Python while the graph is built, adding "
+          f"{len(g.nodes) - nodes_before} nodes so far: its condition or iterable is a Python value, so "
+          "it unrolls into the graph. Make it a graph tensor (e.g. a tensor loop bound) for a graph loop")
 
 
 class _LoopFrame:
