@@ -13,6 +13,7 @@ from graph.core import Node, Tensor
 from exec import kernels as _kernels
 from exec.devices import check_local
 from exec.donation import donatable_slot, exclusive_inputs
+from exec.recurrence import on_main_recurrence
 
 # node kinds
 NORMAL, MULTI, SWITCH, MERGE, LOOP_MERGE, ENTER, EXIT, NEXT, ASYNC = range(9)
@@ -47,6 +48,7 @@ class Plan:
     bindable: dict = field(default_factory=dict)     # constant Enter -> [(dst, slot)] bound per frame
     unbound: dict = field(default_factory=dict)      # constant Enter -> entries delivered per iteration
     donated: dict = field(default_factory=dict)      # node -> input slot its kernel computes into
+    recurrence: list = field(default_factory=list)   # heavy nodes kept inline (exec/recurrence.py)
 
 
 def prune(fetch_nodes: list[Node], fed: set) -> list[Node]:
@@ -138,8 +140,20 @@ def build_plan(graph, fetches: list[Tensor], targets: list[Node], feeds: list[Te
     for i in range(n_nodes):
         if kind[i] not in SINGLE_OUTPUT_KINDS and len(nodes[i].outputs) > 2:
             _port_list(plan, i, len(nodes[i].outputs) - 1)  # every port gets a (maybe empty) list
-
+    if ASYNC in kind:  # the loops' critical recurrences run inline (exec/recurrence.py)
+        for i, inline in enumerate(on_main_recurrence(nodes, _successors(plan), [k == ASYNC for k in kind])):
+            if inline:
+                kind[i] = NORMAL
+                plan.recurrence.append(i)
     return plan
+
+
+def _successors(plan: Plan) -> list[list[int]]:
+    out = []
+    for i, k in enumerate(plan.kind):
+        lists = [plan.cons[i]] if k in SINGLE_OUTPUT_KINDS else [*plan.cons[i], *plan.extra_ports.get(i, ())]
+        out.append([dst for entries in lists for dst, _, mode in entries if mode != TO_FETCH])
+    return out
 
 
 def _donate(plan: Plan, rt, fed: set) -> None:
