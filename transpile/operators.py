@@ -812,14 +812,8 @@ def _graph_cond(pred: Tensor, true_fn, false_fn, state, names, what: str):
             return tuple(_encode(outs if isinstance(outs, _Raised) else outs[i], p[1], names[i])
                          for i, p in enumerate(plans))
 
-        context, effect_before = g.context, g.last_effect(g.context)
         try:
             merged = graph.cond(pred, true_branch, false_branch)
-            if context is not None and g.last_effect(context) is not effect_before:
-                # graph.cond records a branch's effects as the enclosing context's last effect but does
-                # not mark that context as having effects; without the mark, an enclosing cond or loop
-                # would not wait for (or even run) them
-                context.has_effects = True
         except _Retry as r:
             if r.token is not token:
                 raise

@@ -5,8 +5,8 @@ import numpy as np
 
 from graph import nest
 from graph import shapes as _sh
-from graph.control_flow.contexts import CondContext, CondState
-from graph.core import Tensor, get_default_graph
+from graph.control_flow.contexts import CondContext, CondState, effect_before
+from graph.core import Node, Tensor, get_default_graph
 from graph.errors import GraphError, user_location
 from graph.ops._util import convert
 
@@ -37,7 +37,8 @@ def cond(pred, true_fn, false_fn, name: str | None = None, names=None):
             state.branches.append(ctx)
             with graph._in_context(ctx):
                 out = fn()
-                flat = [None if v is None else convert(v) for v in nest.flatten(out)]
+                # an op (a print, an assignment, group(...)) gives no value: its effect is ordered
+                flat = [None if v is None or isinstance(v, Node) else convert(v) for v in nest.flatten(out)]
                 flat = [None if v is None else _gate(graph, ctx, v) for v in flat]
             results.append((ctx, out, flat))
         (t_ctx, t_out, t_flat), (f_ctx, f_out, f_flat) = results
@@ -71,12 +72,15 @@ def _finish_effects(graph, state: CondState, outer) -> None:
     """After a cond with effects, later effects in the outer context wait for both branches."""
     if not any(ctx.has_effects for ctx in state.branches):
         return
+    before = effect_before(graph, outer)  # the branches did not change it
     tokens = []
     for ctx in state.branches:
         last = graph.last_effect(ctx)
+        # a branch without effects must still not let later effects overtake those before the cond
+        done_after = last if last is not None else before
         with graph._in_context(ctx):
             tok = graph.create_node("Identity", [ctx.pivot.outputs[0]], name="effects_done",
-                                    control_inputs=[last] if last is not None else ())
+                                    control_inputs=[done_after] if done_after is not None else ())
         tokens.append(tok.outputs[0])
         for m in state.merges:
             if last is not None:
@@ -88,6 +92,8 @@ def _finish_effects(graph, state: CondState, outer) -> None:
                 m._update_input(idx, gated.outputs[0])
     done = graph.create_node("Merge", tokens, name="effects_merge", context=outer)
     graph.set_last_effect(outer, done)
+    if outer is not None:  # an enclosing branch or loop body must wait for (and so run) these effects
+        outer.has_effects = True
 
 
 def _check_branches(t_out, f_out, t_flat, f_flat, names, source) -> None:
@@ -104,8 +110,8 @@ def _check_branches(t_out, f_out, t_flat, f_flat, names, source) -> None:
         label = _label(names, labels, i)
         if (t is None) != (f is None):
             which = "true" if t is None else "false"
-            raise GraphError(f"output {label} of the cond is None in the {which} branch only; "
-                             "both branches must produce a value", source)
+            raise GraphError(f"output {label} of the cond has no value (None, or an op) in the {which} branch "
+                             "only; both branches must produce a value", source)
         if t is not None and t.dtype != f.dtype:
             raise GraphError(
                 f"output {label} of the cond has dtype {t.dtype} in the true branch and {f.dtype} in the "

@@ -50,6 +50,17 @@ class ControlFlowContext:
             ctx = ctx.outer
 
 
+def effect_before(graph, ctx):
+    """The effect that an effect starting in context `ctx` must follow: the last one in `ctx`, else
+    the last one in the branches around it, out to the nearest loop body or the root (a loop body
+    starts after the effects before the loop: its Enters wait for them)."""
+    while True:
+        last = graph.last_effect(ctx)
+        if last is not None or ctx is None or isinstance(ctx, WhileContext):
+            return last
+        ctx = ctx.outer
+
+
 def _zero(graph):
     from graph.ops._util import constant
     with graph._in_context(None):
@@ -126,7 +137,7 @@ class CondContext(ControlFlowContext):
 
     def effect_entry_controls(self) -> list[Node]:
         controls = [self.pivot]
-        prev = self.pred.graph.last_effect(self.outer)
+        prev = effect_before(self.pred.graph, self.outer)
         if prev is not None:
             controls.append(prev)
         return controls

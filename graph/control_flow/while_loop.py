@@ -17,7 +17,7 @@ import numpy as np
 
 from graph import nest
 from graph import shapes as _sh
-from graph.control_flow.contexts import WhileContext
+from graph.control_flow.contexts import WhileContext, effect_before
 from graph.core import Tensor, get_default_graph
 from graph.errors import GraphError, user_location
 from graph.ops._util import convert
@@ -90,7 +90,7 @@ def _build(graph, cond, body, structure, flat, shapes, labels, counted, max_iter
         ctx = WhileContext(scope.rstrip("/"), parallel_iterations, outer, source, names=labels,
                            swap_memory=swap_memory, maximum_iterations=max_iters)
         ctx.structure = structure
-        prev_effect = graph.last_effect(outer)
+        prev_effect = effect_before(graph, outer)
         ordering = [prev_effect] if prev_effect is not None else []
         for t in flat:
             t_outer = graph.create_node("Identity", [t], name="entry").outputs[0] \
@@ -140,6 +140,8 @@ def _build(graph, cond, body, structure, flat, shapes, labels, counted, max_iter
                 m._update_input(1, nxt.outputs[0])
         if ctx.has_effects:
             graph.set_last_effect(outer, ctx.exits[0])
+            if outer is not None:  # an enclosing branch or loop body must wait for this loop's effects
+                outer.has_effects = True
     body_shapes = [t.shape for t in out_flat]
     return ctx, [e.outputs[0] for e in ctx.exits], body_shapes
 

@@ -1,0 +1,86 @@
+"""Effects (Variable assignments, prints) inside conds and loops, nested in loops and conds to any
+depth, all run, once per time their branch or iteration runs, in program order, even when no output
+depends on them: executor == reference interpreter == the same program in plain Python."""
+import contextlib
+import io
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import graph as G
+from exec import Session
+from exec.reference import run_reference
+
+# a program: list of statements; ("assign", c): v = v * 2 + c | ("print",) | ("cond", then, else) on the
+# parity of the innermost loop counter | ("loop", k, body) runs body k times
+statements = st.recursive(
+    st.one_of(st.integers(-2, 2).map(lambda c: ("assign", c)), st.just(("print",))),
+    lambda inner: st.one_of(
+        st.tuples(st.just("cond"), st.lists(inner, max_size=3), st.lists(inner, max_size=3)),
+        st.tuples(st.just("loop"), st.integers(0, 3), st.lists(inner, min_size=1, max_size=3)),
+    ), max_leaves=10)
+
+
+def _python(program, state, counter=0):
+    for s in program:
+        if s[0] == "assign":
+            state["v"] = state["v"] * 2 + s[1]
+        elif s[0] == "print":
+            print("v", state["v"], "at", counter)
+        elif s[0] == "cond":
+            _python(s[1] if counter % 2 == 0 else s[2], state, counter)
+        else:
+            for k in range(s[1]):
+                _python(s[2], state, k)
+
+
+def _graph(program, v, counter):
+    for s in program:
+        if s[0] == "assign":
+            v.assign(v.read() * 2 + s[1])
+        elif s[0] == "print":
+            G.print_("v", v.read(), "at", counter)
+        elif s[0] == "cond":
+            # branches return nothing: only their effects make them matter
+            G.cond(G.equal(G.mod(counter, 2), 0), lambda s=s: _graph(s[1], v, counter),
+                   lambda s=s: _graph(s[2], v, counter))
+        else:
+            def body(k, s=s):
+                _graph(s[2], v, k)
+                return k + 1
+            G.while_loop(lambda k, s=s: k < s[1], body, (G.constant(np.int64(0)),))
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(statements, min_size=1, max_size=4))
+def test_effects_run_in_program_order_at_any_depth(program):
+    state, want_out = {"v": 1}, io.StringIO()
+    with contextlib.redirect_stdout(want_out):
+        _python(program, state)
+    for run in (lambda f: Session(f.graph).run(f), run_reference):
+        g = G.Graph()
+        with g.as_default():
+            v = G.Variable(np.int64(1), name="v")
+            _graph(program, v, G.constant(np.int64(0)))
+            final = v.read()  # ordered after every effect above
+        got_out = io.StringIO()
+        with contextlib.redirect_stdout(got_out):
+            got = run(final)
+        assert got == state["v"]
+        assert got_out.getvalue() == want_out.getvalue()
+
+
+def test_a_branch_may_return_ops():
+    g = G.Graph()
+    with g.as_default():
+        v = G.Variable(np.float64(0.0), name="v")
+        p = G.placeholder(np.bool_, [])
+        out = G.cond(p, lambda: G.group(v.assign_add(1.0)), lambda: G.no_op())
+        final = v.read()
+    assert out is None
+    assert Session(g).run(final, {p: True}) == 1.0 and Session(g).run(final, {p: False}) == 1.0
+    with g.as_default():
+        with pytest.raises(G.GraphError, match=r"no value \(None, or an op\) in the false branch only"):
+            G.cond(p, lambda: v.read(), lambda: G.no_op())
