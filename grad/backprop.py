@@ -44,7 +44,9 @@ def add_n(parts: list[Tensor]) -> Tensor:
         return parts[0]
     if parts[0].dtype is _dt.variant:
         return _join(parts)
+    from grad.array_grad import combine_slice_gradients
     from graph.ops.math import add
+    parts = combine_slice_gradients(parts)
     while len(parts) > 1:  # a balanced tree keeps the rounding symmetric and the depth small
         parts = [add(parts[i], parts[i + 1]) if i + 1 < len(parts) else parts[i] for i in range(0, len(parts), 2)]
     return parts[0]

@@ -123,6 +123,19 @@ def _getitem_grad(node, rt):
     return getitem_grad
 
 
+@kernel("ScatterSlices")
+def _scatter_slices(node, rt):
+    keys = [index_function(ix.items)(()) for ix in node.attrs["indices"]]
+    dtype = node.outputs[0].dtype
+
+    def scatter_slices(shape, *grads):
+        out = np.zeros(tuple(shape.tolist()), dtype)
+        for key, g in zip(keys, grads):
+            out[key] += g  # basic indices: a view, so overlapping slices add up
+        return _scalar(out)
+    return scatter_slices
+
+
 @kernel("SetItem")
 def _setitem(node, rt):
     items = node.attrs["index"].items

@@ -272,9 +272,19 @@ def _setitem_infer(inputs, attrs):
     return [(x.dtype, x.shape)]
 
 
+def _scatter_slices_infer(inputs, attrs):
+    grads, shape_t = inputs[1:], inputs[0]
+    dtype = grads[0].dtype
+    if any(g.dtype != dtype for g in grads):
+        raise TypeError("scatter_slices: the gradients differ in dtype")
+    target = shape_value(shape_t)
+    return [(dtype, None if target is None else tuple(None if d is None or d < 0 else d for d in target))]
+
+
 register_op("GetItem", _getitem_infer)
 register_op("GetItemGrad", _getitem_grad_infer)
 register_op("SetItem", _setitem_infer)
+register_op("ScatterSlices", _scatter_slices_infer)
 
 
 def getitem(x, key, name: str | None = None) -> Tensor:
@@ -294,6 +304,24 @@ def get_item_grad(grad, shape, index: IndexSpec, dyn, name: str | None = None) -
     """
     return make_op("GetItemGrad", [convert(grad), shape_tensor(shape), *dyn], {"index": index},
                    name=name).outputs[0]
+
+
+def scatter_slices(shape, grads, indices: tuple, name: str | None = None) -> Tensor:
+    """Zeros of `shape` with each `grads[k]` added at the static basic index `indices[k]`.
+
+    The sum of the GetItemGrads of several basic slices of one tensor (`z[:, :H]`,
+    `z[:, H:2*H]`, ... in an LSTM cell) as one op: one output buffer and no adds, where the
+    sum makes a zero-filled array per slice and adds them up.
+    """
+    if any(not is_static_basic(ix) for ix in indices):
+        raise ValueError("scatter_slices takes static basic indices (ints, slices, None, ...)")
+    return make_op("ScatterSlices", [shape_tensor(shape), *map(convert, grads)], {"indices": tuple(indices)},
+                   name=name).outputs[0]
+
+
+def is_static_basic(index: IndexSpec) -> bool:
+    """Whether an index has no tensor parts and no arrays: it selects a view."""
+    return all(not isinstance(it, Dyn) and not (isinstance(it, Slice) and it.dynamic) for it in index.items)
 
 
 def set_item(x, key, value, name: str | None = None) -> Tensor:

@@ -121,6 +121,8 @@ ARRAY = {
     "getitem_mask": lambda x: x[graph.constant(np.array([True, False, True]))],
     "getitem_scalar_tensor": lambda x: x[graph.constant(np.array(1)) + 1, -1],
     "fill": lambda x: graph.fill((2, 2), graph.reduce_sum(x)),
+    # several basic slices of one tensor (an LSTM's gates): their gradients are one ScatterSlices
+    "gate_slices": lambda x: graph.tanh(x[:, :2]) * x[:, 2:] + graph.exp(x[:, 1:3]) * x[1, :2] + x[::2, ::3].sum(),
 }
 
 
@@ -132,3 +134,22 @@ def test_array_ops(name):
 def test_cast_roundtrip():
     check_gradients(lambda x: graph.cast(graph.cast(x, np.float32), np.float64) * 2.0, np.array([1.0, 2.0]),
                     rtol=1e-3, atol=1e-3, eps=1e-3)
+
+
+def test_gradients_of_slices_of_one_tensor_are_scattered_into_one_buffer():
+    g = graph.Graph()
+    with g.as_default():
+        x = graph.placeholder(np.float64, (3, 4))
+        (gx,) = grad.gradients(graph.reduce_sum(x[:, :2] * 3.0) + graph.reduce_sum(x[:, 1:] * x[:, 1:]), [x])
+    assert gx.node.op == "ScatterSlices"
+    xv = np.arange(12.0).reshape(3, 4)
+    want = np.zeros((3, 4))
+    want[:, :2] += 3.0
+    want[:, 1:] += 2 * xv[:, 1:]
+    np.testing.assert_allclose(Session(g).run(gx, {x: xv}), want)
+
+
+def test_scatter_slices_rule():
+    from graph.ops.indexing import parse_index, scatter_slices
+    first, second = parse_index((slice(None), slice(0, 2)))[0], parse_index((slice(None), slice(1, 3)))[0]
+    check_gradients(lambda a, b: scatter_slices([3, 4], [a, b], (first, second)) * 2.0, any_(3, 2), any_(3, 2))
