@@ -36,9 +36,9 @@ def cond(pred, true_fn, false_fn, name: str | None = None, names=None):
             ctx = CondContext(state, branch, outer)
             state.branches.append(ctx)
             with graph._in_context(ctx):
-                out = fn()
-                # an op (a print, an assignment, group(...)) gives no value: its effect is ordered
-                flat = [None if v is None or isinstance(v, Node) else convert(v) for v in nest.flatten(out)]
+                # an op (a print, an assignment, group(...)) gives no value (None): its effect is ordered
+                out = nest.map_structure(lambda v: None if isinstance(v, Node) else v, fn())
+                flat = [None if v is None else convert(v) for v in nest.flatten(out)]
                 flat = [None if v is None else _gate(graph, ctx, v) for v in flat]
             results.append((ctx, out, flat))
         (t_ctx, t_out, t_flat), (f_ctx, f_out, f_flat) = results
@@ -100,6 +100,11 @@ def _check_branches(t_out, f_out, t_flat, f_flat, names, source) -> None:
     diff = nest.first_difference(t_out, f_out)
     if diff is not None:
         path, in_true, in_false = diff
+        label = f"output {_path_label(names, t_out, path)}" if path else "the output"
+        if "None" in (in_true, in_false):
+            which, other = ("true", in_false) if in_true == "None" else ("false", in_true)
+            raise GraphError(f"{label} of the cond has no value (None, or an op) in the {which} branch but "
+                             f"is {other} in the other; both branches must produce a value", source)
         where = f"output {_path_label(names, t_out, path)} of the cond is" if path else "the cond returns"
         raise GraphError(
             f"the branches of a cond return different structures: {where} {in_true} in the true branch "
@@ -108,10 +113,6 @@ def _check_branches(t_out, f_out, t_flat, f_flat, names, source) -> None:
     labels = nest.paths(t_out)
     for i, (t, f) in enumerate(zip(t_flat, f_flat, strict=True)):
         label = _label(names, labels, i)
-        if (t is None) != (f is None):
-            which = "true" if t is None else "false"
-            raise GraphError(f"output {label} of the cond has no value (None, or an op) in the {which} branch "
-                             "only; both branches must produce a value", source)
         if t is not None and t.dtype != f.dtype:
             raise GraphError(
                 f"output {label} of the cond has dtype {t.dtype} in the true branch and {f.dtype} in the "

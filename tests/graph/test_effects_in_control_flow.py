@@ -78,9 +78,13 @@ def test_a_branch_may_return_ops():
         v = G.Variable(np.float64(0.0), name="v")
         p = G.placeholder(np.bool_, [])
         out = G.cond(p, lambda: G.group(v.assign_add(1.0)), lambda: G.no_op())
+        out2 = G.cond(p, lambda: (G.group(v.assign_add(1.0)), v.read()), lambda: (None, v.read()))
         final = v.read()
-    assert out is None
-    assert Session(g).run(final, {p: True}) == 1.0 and Session(g).run(final, {p: False}) == 1.0
+    assert out is None and out2[0] is None
+    assert Session(g).run(final, {p: True}) == 2.0 and Session(g).run(final, {p: False}) == 2.0
     with g.as_default():
-        with pytest.raises(G.GraphError, match=r"no value \(None, or an op\) in the false branch only"):
+        with pytest.raises(G.GraphError, match=r"the output of the cond has no value \(None, or an op\) in the "
+                                               r"false branch but is value in the other"):
             G.cond(p, lambda: v.read(), lambda: G.no_op())
+        with pytest.raises(G.GraphError, match=r"output \[1\] of the cond has no value .* in the true branch"):
+            G.cond(p, lambda: (v.read(), None), lambda: (v.read(), v.read()))
