@@ -110,7 +110,7 @@ def execute(plan: Plan, feed_values: list, pool: _Pool | None = None) -> list:
 def _execute(plan: Plan, feed_values: list, pool: _Pool | None) -> list:
     kind, fn, cons, tmpl, ndata, nin = plan.kind, plan.fn, plan.cons, plan.tmpl, plan.ndata, plan.nin
     frame_info, num_enters, exits = plan.frame_info, plan.num_enters, plan.exits
-    bindable, unbound = plan.bindable, plan.unbound
+    bindable, unbound, dead_cons = plan.bindable, plan.unbound, plan.dead_cons
     results = [_MISSING] * len(plan.fetches)
     root_frame = Frame("", None, 1, 0)
     root = Iteration(root_frame, 0)
@@ -309,12 +309,12 @@ def _execute(plan: Plan, feed_values: list, pool: _Pool | None) -> list:
         elif k == SWITCH or k == LOOP_MERGE or k == MERGE or k == MULTI:
             c0, c1, cc = cons[i]  # consumers of port 0, port 1, control
             if k == SWITCH:
+                d0, d1 = dead_cons[i]  # the ports' consumers but Exits: a dead Exit does nothing
                 if dead:
-                    groups = ((c0, None, True), (c1, None, True), (cc, None, True))
+                    groups = ((d0, None, True), (d1, None, True), (cc, None, True))
                 else:
                     data, pred = args
-                    # the dead side first is rare to have consumers other than Exit; deliver live inline
-                    live, other = (c1, c0) if pred else (c0, c1)
+                    live, other = (c1, d0) if pred else (c0, d1)
                     for dst, slot, mode in other:
                         queued += deliver1(dst, slot, mode, None, True, it)
                     for dst, slot, mode in cc:

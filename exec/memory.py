@@ -39,22 +39,28 @@ class MemoryManager:
         self.saves = 0
         self.swappable_bytes = 0
 
+    # save and restore run for every stack push and pop (twice per saved value per iteration of
+    # a training loop), so they are written flat: no helper calls on the common ndarray path.
     def save(self, value, swap: bool = False):
         """Keeps `value` until `restore`/`free`; `swap` allows moving it to host memory."""
-        n = nbytes_of(value)
+        n = value.nbytes if type(value) is np.ndarray else nbytes_of(value)
         with self._lock:
-            self.bytes_in_use += n
+            used = self.bytes_in_use = self.bytes_in_use + n
             self.saves += 1
             if swap:
                 self.swappable_bytes += n
-            if self.bytes_in_use > self.peak_bytes:
-                self.peak_bytes = self.bytes_in_use
+            if used > self.peak_bytes:
+                self.peak_bytes = used
         return (value, n, swap)
 
     def restore(self, token):
         """The saved value, back on the device; its memory is released."""
-        self.free(token)
-        return token[0]
+        value, n, swap = token
+        with self._lock:
+            self.bytes_in_use -= n
+            if swap:
+                self.swappable_bytes -= n
+        return value
 
     def free(self, token) -> None:
         _, n, swap = token

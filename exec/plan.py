@@ -49,6 +49,7 @@ class Plan:
     unbound: dict = field(default_factory=dict)      # constant Enter -> entries delivered per iteration
     donated: dict = field(default_factory=dict)      # node -> input slot its kernel computes into
     recurrence: list = field(default_factory=list)   # heavy nodes kept inline (exec/recurrence.py)
+    dead_cons: dict = field(default_factory=dict)    # Switch -> its ports' consumers but Exits
 
 
 def prune(fetch_nodes: list[Node], fed: set) -> list[Node]:
@@ -140,6 +141,10 @@ def build_plan(graph, fetches: list[Tensor], targets: list[Node], feeds: list[Te
     for i in range(n_nodes):
         if kind[i] not in SINGLE_OUTPUT_KINDS and len(nodes[i].outputs) > 2:
             _port_list(plan, i, len(nodes[i].outputs) - 1)  # every port gets a (maybe empty) list
+    for i in range(n_nodes):
+        if kind[i] == SWITCH:  # the loop's exit side is dead every iteration but the last: skip it
+            plan.dead_cons[i] = tuple([e for e in plan.cons[i][p] if kind[e[0]] != EXIT or e[2] == TO_FETCH]
+                                      for p in (0, 1))
     if ASYNC in kind:  # the loops' critical recurrences run inline (exec/recurrence.py)
         for i, inline in enumerate(on_main_recurrence(nodes, _successors(plan), [k == ASYNC for k in kind])):
             if inline:

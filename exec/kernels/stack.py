@@ -16,10 +16,10 @@ class Stack:
         self.slots: dict = {}
 
     def push(self, key, value, swap: bool) -> None:
-        slots = self.slots
-        if key in slots:
+        token = self.memory.save(value, swap)
+        if self.slots.setdefault(key, token) is not token:
+            self.memory.free(token)
             raise RuntimeError(f"stack {self.name!r}: a value for iteration {_fmt(key)} was already saved")
-        slots[key] = self.memory.save(value, swap)
 
     def pop(self, key):
         token = self.slots.pop(key, None)
