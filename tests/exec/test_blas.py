@@ -1,0 +1,70 @@
+"""BLAS threads: one while a plan runs, the previous setting restored after, nested and concurrent runs counted."""
+import contextlib
+import threading
+
+import numpy as np
+import pytest
+
+import graph as G
+from exec import Session, blas
+
+needs_blas = pytest.mark.skipif(not blas.libraries(), reason="no BLAS library with a thread setting found")
+
+
+@needs_blas
+def test_single_threaded_blocks_nest_and_restore():
+    lib = blas.libraries()[0]
+    before = lib.get()
+    lib.set(2)
+    try:
+        with blas.single_threaded():
+            assert blas.threads()[0] == 1
+            with blas.single_threaded():
+                assert blas.threads()[0] == 1
+            assert blas.threads()[0] == 1
+        assert blas.threads()[0] == 2
+    finally:
+        lib.set(before)
+
+
+@needs_blas
+def test_concurrent_blocks_restore_once_the_last_one_ends():
+    lib = blas.libraries()[0]
+    before = lib.get()
+    lib.set(2)
+    inside, release = threading.Event(), threading.Event()
+
+    def other():
+        with blas.single_threaded():
+            inside.set()
+            release.wait(10)
+    t = threading.Thread(target=other)
+    try:
+        t.start()
+        inside.wait(10)
+        with blas.single_threaded():
+            assert blas.threads()[0] == 1
+        assert blas.threads()[0] == 1  # the other thread's block is still open
+        release.set()
+        t.join(10)
+        assert blas.threads()[0] == 2
+    finally:
+        release.set()
+        lib.set(before)
+
+
+@pytest.mark.parametrize("threads", [0, 2])
+def test_every_run_is_single_threaded(monkeypatch, threads):
+    entered = []
+
+    @contextlib.contextmanager
+    def spy():
+        entered.append(True)
+        yield
+    monkeypatch.setattr(blas, "single_threaded", spy)
+    g = G.Graph()
+    with g.as_default():
+        x = G.placeholder(np.float64, [300, 300])
+        y = G.matmul(x, x)
+    np.testing.assert_allclose(Session(g, inter_op_threads=threads).run(y, {x: np.eye(300)}), np.eye(300))
+    assert entered == [True]
