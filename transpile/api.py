@@ -60,16 +60,30 @@ def convert(fn):
     fn = _unwrap(fn)
     if isinstance(fn, types.MethodType):
         return types.MethodType(convert(fn.__func__), fn.__self__)
-    if not isinstance(fn, types.FunctionType):
-        raise TypeError(f"transpile.convert needs a Python function, got {type(fn).__name__}")
-    return converted_function(fn)
+    if isinstance(fn, functools.partial):
+        return functools.partial(convert(fn.func), *fn.args, **fn.keywords)
+    if isinstance(fn, types.FunctionType):
+        return converted_function(fn)
+    return types.MethodType(convert(_python_function(fn)), fn)  # a callable object: its __call__
+
+
+def _python_function(fn) -> types.FunctionType:
+    """The Python function that `fn` (a function, method, partial or callable object) runs."""
+    fn = _unwrap(fn)
+    while isinstance(fn, (types.MethodType, functools.partial)):
+        fn = fn.__func__ if isinstance(fn, types.MethodType) else fn.func
+    if isinstance(fn, types.FunctionType):
+        return fn
+    call = None if isinstance(fn, type) else getattr(type(fn), "__call__", None)
+    if isinstance(call, types.FunctionType):
+        return call
+    raise TypeError(f"transpile converts Python functions, lambdas, methods, functools.partial objects and objects "
+                    f"with a Python __call__; got {type(fn).__name__} {fn!r}")
 
 
 def to_code(fn) -> str:
     """The source of the converted function (what runs; `ag` is transpile.operators' namespace)."""
-    fn = _unwrap(fn)
-    if isinstance(fn, types.MethodType):
-        fn = fn.__func__
+    fn = _python_function(fn)
     convert(fn)
     return _code_cache[fn.__code__].source
 
@@ -328,6 +342,9 @@ class Function:
     def __init__(self, fn, static_argnames=(), relax_shapes: bool = False):
         if isinstance(fn, Function):
             fn = fn.python_function
+        # fails early on what cannot be converted (builtins, classes, ...)
+        python = _python_function(fn)
+        self._name = getattr(fn, "__qualname__", None) or python.__qualname__
         functools.update_wrapper(self, fn)
         self.python_function = fn
         self.static_argnames = frozenset([static_argnames] if isinstance(static_argnames, str)
@@ -382,7 +399,7 @@ class Function:
             raise
 
     def _transpile_inline(self):
-        return converted_function(self.python_function)
+        return convert(self.python_function)
 
     def get_graph(self, *args, **kwargs):
         """The traced graph for these arguments (printable with str() and .to_dot())."""
@@ -402,7 +419,7 @@ class Function:
         try:
             bound = self._signature.bind(*args, **kwargs)
         except TypeError as e:
-            raise TypeError(f"{self.python_function.__qualname__}(): {e}") from None
+            raise TypeError(f"{self._name}(): {e}") from None
         bound.apply_defaults()
         return _Signature.build(bound, self.static_argnames), bound
 
@@ -420,13 +437,13 @@ class Function:
                             traced = relaxed
                             break
                 if self._traces:
-                    report = _retrace_report(self.python_function.__qualname__, self._last, sig)
+                    report = _retrace_report(self._name, self._last, sig)
                     if traced is not sig:
                         report += f" (relaxed: {'; '.join(traced.names[i] + ': ' + traced.describe(i) for i in range(len(traced.names)) if traced.key[i] != sig.key[i])})"
                     self.retrace_reports.append(report)
                     logger.debug(report)
                     if len(self._traces) == _RETRACE_WARNING_AFTER:
-                        warnings.warn(f"{self.python_function.__qualname__} was traced "
+                        warnings.warn(f"{self._name} was traced "
                                       f"{_RETRACE_WARNING_AFTER + 1} times; see its retrace_reports ({report})",
                                       stacklevel=3)
                 trace = self._trace(traced, bound)
@@ -436,7 +453,7 @@ class Function:
 
     def _trace(self, sig: _Signature, bound: inspect.BoundArguments) -> _Trace:
         _install_variable_hook()
-        converted = converted_function(self.python_function)
+        converted = convert(self.python_function)
         g = graph.Graph()
         placeholders = []
         scope = self._variables
@@ -530,7 +547,7 @@ class Function:
         return leaves[0]
 
     def __repr__(self) -> str:
-        return f"<transpile.function {self.python_function.__qualname__}>"
+        return f"<transpile.function {self._name}>"
 
 
 class _BoundFunction:
@@ -548,7 +565,7 @@ class _BoundFunction:
         return self._function.get_graph(self._obj, *args, **kwargs)
 
     def _transpile_inline(self):
-        return types.MethodType(converted_function(self._function.python_function), self._obj)
+        return types.MethodType(convert(self._function.python_function), self._obj)
 
     def __getattr__(self, name):
         return getattr(self._function, name)
