@@ -36,6 +36,7 @@ from exec.plan import (ASYNC, DIRECT, ENTER, EXIT, LOOP_MERGE, MERGE, MULTI, NEX
                        TO_LOOP_MERGE, TO_MERGE, Plan)
 
 _MISSING = object()
+_URGENT = object()  # a pool token: look at the urgent jobs
 
 
 class Frame:
@@ -76,25 +77,46 @@ class Iteration:
 
 
 class _Pool:
-    """A few worker threads for kernels that release the GIL (BLAS, large arrays)."""
+    """A few worker threads for kernels that release the GIL (BLAS, large arrays).
+
+    Urgent jobs (a loop's recurrence, exec/recurrence.py) go before the queued ones: a worker
+    takes the pending urgent jobs first whenever it wakes, and each urgent job also puts a
+    token in the queue so that an idle worker wakes for it.
+    """
 
     def __init__(self, size: int):
         self.jobs: SimpleQueue = SimpleQueue()
+        self.urgent: deque = deque()
         self.threads = [threading.Thread(target=self._work, daemon=True, name=f"exec-pool-{k}")
                         for k in range(size)]
         for t in self.threads:
             t.start()
 
+    def put_urgent(self, job) -> None:
+        self.urgent.append(job)
+        self.jobs.put(_URGENT)
+
     def _work(self) -> None:
+        urgent = self.urgent
         while True:
             job = self.jobs.get()
+            while urgent:
+                try:
+                    u = urgent.popleft()
+                except IndexError:  # another worker took the last one
+                    break
+                self._run(*u)
             if job is None:
                 return
-            done, i, it, f, args = job
-            try:
-                done.put((i, it, f(*args), None))
-            except BaseException as e:  # reported by the scheduler thread
-                done.put((i, it, None, e))
+            if job is not _URGENT:
+                self._run(*job)
+
+    @staticmethod
+    def _run(done, i, it, f, args) -> None:
+        try:
+            done.put((i, it, f(*args), None))
+        except BaseException as e:  # reported by the scheduler thread
+            done.put((i, it, None, e))
 
     def shutdown(self) -> None:
         for _ in self.threads:
@@ -119,6 +141,7 @@ def _execute(plan: Plan, feed_values: list, pool: _Pool | None) -> list:
     append, popleft = ready.append, ready.popleft
     completions: SimpleQueue | None = SimpleQueue() if pool is not None else None
     inflight = 0
+    recurrence = plan.recurrence
 
     def deliver1(dst, slot, mode, out, dead, it) -> int:
         """Hands (out, dead) to input `slot` of `dst` in iteration `it`; returns items queued."""
@@ -373,7 +396,10 @@ def _execute(plan: Plan, feed_values: list, pool: _Pool | None) -> list:
                     queued += deliver1(dst, slot, mode, None, True, it)
             else:
                 inflight += 1
-                pool.jobs.put((completions, i, it, fn[i], args))
+                if i in recurrence:
+                    pool.put_urgent((completions, i, it, fn[i], args))
+                else:
+                    pool.jobs.put((completions, i, it, fn[i], args))
                 continue  # stays outstanding until its completion is processed
         o = it.outstanding + queued - 1
         it.outstanding = o

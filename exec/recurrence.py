@@ -1,14 +1,15 @@
-"""Heavy kernels on a loop's main recurrence run on the scheduler thread, not in the pool.
+"""Heavy kernels on a loop's main recurrence go first in the pool.
 
 A loop runs as fast as its longest chain of iteration-to-iteration dependences (its
-recurrence: h -> h @ Wh -> gates -> h in an RNN). Sending that chain's matmul to a pool
-thread puts a hand-off on every iteration's critical path (queue, wake-up, the GIL back for
-the completion) and lets it queue behind work for iterations ahead; run inline, it goes
-straight from the gates before it to the gates after it while the pool does the rest (input
-projections of later iterations, weight-gradient matmuls). The recurrences are the strongly
-connected components of the plan's dataflow graph (cycles through NextIteration); a heavy node
-is on the main one when its component carries at least half the estimated work per iteration
-of the heaviest component of its loop.
+recurrence: h -> h @ Wh -> gates -> h in an RNN); everything else (input projections of
+iterations ahead, weight-gradient matmuls) can wait and fill the gaps. With a FIFO pool, the
+parallel-iterations window queues that other work first and the recurrence's matmul waits
+behind it, so these jobs jump the queue. (Running them on the scheduler thread instead saves
+the hand-off on a quiet machine, about 10% of an LSTM step, but costs a third when other
+processes take the cores: the loop then advances on one thread only.) The recurrences are the
+strongly connected components of the plan's dataflow graph (cycles through NextIteration); a
+heavy node is on the main one when its component carries at least half the estimated work per
+iteration of the heaviest component of its loop.
 """
 from __future__ import annotations
 
