@@ -30,8 +30,9 @@ from queue import SimpleQueue
 
 import numpy as np
 
-from exec import blas
+from exec import blas, load
 from exec.errors import NoProgressError, RunError
+from exec.recurrence import BUSY_CORES
 from exec.plan import (ASYNC, DIRECT, ENTER, EXIT, LOOP_MERGE, MERGE, MULTI, NEXT, NORMAL, PENDING, SWITCH,
                        TO_LOOP_MERGE, TO_MERGE, Plan)
 
@@ -79,7 +80,7 @@ class Iteration:
 class _Pool:
     """A few worker threads for kernels that release the GIL (BLAS, large arrays).
 
-    Urgent jobs (a loop's recurrence, exec/recurrence.py) go before the queued ones: a worker
+    Urgent jobs (a loop's recurrence on a busy machine, exec/recurrence.py) go before the queued ones: a worker
     takes the pending urgent jobs first whenever it wakes, and each urgent job also puts a
     token in the queue so that an idle worker wakes for it.
     """
@@ -126,10 +127,20 @@ class _Pool:
 def execute(plan: Plan, feed_values: list, pool: _Pool | None = None) -> list:
     """Runs `plan` once; returns the fetched values (numpy) in fetch order."""
     with blas.single_threaded():  # the pool is the parallelism: see exec/blas.py
-        return _execute(plan, feed_values, pool)
+        if pool is None or not plan.recurrence:
+            return _execute(plan, feed_values, pool, False)
+        # where a loop's recurrence runs depends on whether other processes took the cores
+        # during this plan's last run (exec/recurrence.py)
+        before = load.snapshot()
+        try:
+            return _execute(plan, feed_values, pool, plan.other_cores < BUSY_CORES)
+        finally:
+            other = load.other_cores(before, load.snapshot())
+            if other is not None:
+                plan.other_cores = other
 
 
-def _execute(plan: Plan, feed_values: list, pool: _Pool | None) -> list:
+def _execute(plan: Plan, feed_values: list, pool: _Pool | None, inline_recurrence: bool) -> list:
     kind, fn, cons, tmpl, ndata, nin = plan.kind, plan.fn, plan.cons, plan.tmpl, plan.ndata, plan.nin
     frame_info, num_enters, exits = plan.frame_info, plan.num_enters, plan.exits
     bindable, unbound, dead_cons = plan.bindable, plan.unbound, plan.dead_cons
@@ -394,6 +405,14 @@ def _execute(plan: Plan, feed_values: list, pool: _Pool | None) -> list:
             if dead:
                 for dst, slot, mode in cons[i]:
                     queued += deliver1(dst, slot, mode, None, True, it)
+            elif inline_recurrence and i in recurrence:
+                try:
+                    out = fn[i](*args)
+                except Exception as e:
+                    error = (i, it, e)
+                    break
+                for dst, slot, mode in cons[i]:
+                    queued += deliver1(dst, slot, mode, out, False, it)
             else:
                 inflight += 1
                 if i in recurrence:

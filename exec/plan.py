@@ -48,7 +48,8 @@ class Plan:
     bindable: dict = field(default_factory=dict)     # constant Enter -> [(dst, slot)] bound per frame
     unbound: dict = field(default_factory=dict)      # constant Enter -> entries delivered per iteration
     donated: dict = field(default_factory=dict)      # node -> input slot its kernel computes into
-    recurrence: frozenset = frozenset()              # urgent pool jobs (exec/recurrence.py)
+    recurrence: frozenset = frozenset()              # heavy nodes of loop recurrences (exec/recurrence.py)
+    other_cores: float = 0.0                         # cores other processes used in the last run
     dead_cons: dict = field(default_factory=dict)    # Switch -> its ports' consumers but Exits
 
 
@@ -145,7 +146,7 @@ def build_plan(graph, fetches: list[Tensor], targets: list[Node], feeds: list[Te
         if kind[i] == SWITCH:  # the loop's exit side is dead every iteration but the last: skip it
             plan.dead_cons[i] = tuple([e for e in plan.cons[i][p] if kind[e[0]] != EXIT or e[2] == TO_FETCH]
                                       for p in (0, 1))
-    if ASYNC in kind:  # the loops' critical recurrences go first in the pool (exec/recurrence.py)
+    if ASYNC in kind:  # where the loops' critical recurrences run is decided per run (exec/recurrence.py)
         heavy = [k == ASYNC for k in kind]
         plan.recurrence = frozenset(i for i, r in enumerate(on_main_recurrence(nodes, _successors(plan), heavy)) if r)
     return plan

@@ -1,20 +1,27 @@
-"""Heavy kernels on a loop's main recurrence go first in the pool.
+"""Where a loop's main recurrence runs: inline on a quiet machine, first in the pool on a busy one.
 
 A loop runs as fast as its longest chain of iteration-to-iteration dependences (its
 recurrence: h -> h @ Wh -> gates -> h in an RNN); everything else (input projections of
-iterations ahead, weight-gradient matmuls) can wait and fill the gaps. With a FIFO pool, the
-parallel-iterations window queues that other work first and the recurrence's matmul waits
-behind it, so these jobs jump the queue. (Running them on the scheduler thread instead saves
-the hand-off on a quiet machine, about 10% of an LSTM step, but costs a third when other
-processes take the cores: the loop then advances on one thread only.) The recurrences are the
-strongly connected components of the plan's dataflow graph (cycles through NextIteration); a
-heavy node is on the main one when its component carries at least half the estimated work per
-iteration of the heaviest component of its loop.
+iterations ahead, weight-gradient matmuls) can wait and fill the gaps. On a quiet machine
+that chain's matmul is best run by the scheduler thread itself: a pool thread would add a
+hand-off (queue, wake-up, the GIL back for the completion) to every iteration, 5-15% of an
+LSTM step. When other processes take the cores, the opposite holds: a loop whose chain runs
+on one thread advances only when that thread gets a core, and the step takes a third longer
+than with the chain's matmuls in the pool (where they jump the queue: FIFO would leave them
+behind the work the parallel-iterations window queued for iterations ahead). So the executor
+measures how many cores other processes used during a plan's last run (exec/load.py) and runs
+the recurrence inline while that stays under BUSY_CORES.
+
+The recurrences are the strongly connected components of the plan's dataflow graph (cycles
+through NextIteration); a heavy node is on the main one when its component carries at least
+half the estimated work per iteration of the heaviest component of its loop.
 """
 from __future__ import annotations
 
 from graph import shapes as _sh
 from graph.core import Node
+
+BUSY_CORES = 0.5  # other processes' mean use of the cores above which the recurrence goes to the pool
 
 
 def on_main_recurrence(nodes: list[Node], successors: list[list[int]], heavy: list[bool]) -> list[bool]:

@@ -1,4 +1,4 @@
-"""The heavy kernels on a loop's main recurrence are urgent pool jobs; the rest of the heavy work queues."""
+"""A loop's main recurrence: found in the plan, run inline on a quiet machine and first in the pool on a busy one."""
 import numpy as np
 
 import graph as G
@@ -7,7 +7,7 @@ from exec.plan import ASYNC
 from exec.recurrence import _components
 
 
-def test_recurrent_matmul_is_urgent_and_the_input_projection_is_not():
+def test_recurrent_matmul_is_on_the_recurrence_and_the_input_projection_is_not():
     rng = np.random.default_rng(0)
     xs = rng.normal(size=(5, 32, 256)) * 0.1
     wx, wh = rng.normal(size=(256, 256)) * 0.05, rng.normal(size=(256, 256)) * 0.05
@@ -26,6 +26,8 @@ def test_recurrent_matmul_is_urgent_and_the_input_projection_is_not():
         want = np.tanh(xs[t] @ wx + want @ wh)
     np.testing.assert_allclose(got, want)
     plan = next(iter(sess._plans.values()))
+    plan.other_cores = 2.0  # as if other processes had taken the cores: the recurrence goes to the pool
+    np.testing.assert_array_equal(sess.run(h, {x: xs}), got)
     names = {plan.nodes[i].name.rsplit("/", 1)[-1]: i for i in range(len(plan.nodes))}
     assert names["recurrent"] in plan.recurrence and names["input_proj"] not in plan.recurrence
     assert plan.kind[names["recurrent"]] == plan.kind[names["input_proj"]] == ASYNC
@@ -36,3 +38,11 @@ def test_strongly_connected_components():
     succ = [[1], [2], [0, 3], [4], [3], []]
     comps = sorted(sorted(c) for c in _components(6, succ))
     assert comps == [[0, 1, 2], [3, 4], [5]]
+
+
+def test_other_cores_from_two_snapshots():
+    from exec import load
+    a = (0.0, 10.0, 1.0)
+    assert load.other_cores(a, (1.0, 11.5, 1.5)) == 1.0   # 1.5 s busy, 0.5 s of it ours, in 1 s
+    assert load.other_cores(a, (0.01, 10.0, 1.0)) is None  # too short to tell
+    assert load.other_cores(None, a) is None
