@@ -37,7 +37,7 @@ from graph.core import Tensor
 from graph.errors import GraphError, user_location
 from graph.ops.math import greater_equal, sub
 from grad import saved as _saved
-from grad.analysis import is_within
+from grad.analysis import ancestors, cond_outer, is_within
 from grad.backprop import add_n, backprop_region, conform, variable_of
 from grad.registry import register_gradient
 
@@ -101,7 +101,7 @@ def cond_grad(state, s, grads, var_grads) -> None:
 
     def zeros(key):
         if isinstance(key, Tensor):
-            return state.zeros_like(key) if state.visible(state.value_context(key)) else _placeholder_zero(key)
+            return state.zeros_like(key) if _encloses(state.value_context(key), s) else _placeholder_zero(key)
         return state.zeros_like(next(rs for var, rs in reads if var is key)[0].outputs[0])
 
     res = _gradient_cond(state, state.resolve(s.pred), branches, branch_grad, zeros)
@@ -112,9 +112,16 @@ def cond_grad(state, s, grads, var_grads) -> None:
             var_grads.setdefault(key, []).append(g)
 
 
+def _encloses(ctx, s: CondState) -> bool:
+    """Whether values of context `ctx` are live whichever branch of `s` runs (they are captured by
+    it, or read from its enclosing contexts), rather than only in a branch of another cond."""
+    return ctx is None or any(c is ctx for c in ancestors(cond_outer(s)))
+
+
 def _placeholder_zero(t: Tensor) -> Tensor:
-    """A zero standing for the gradient of a value the branch cannot see. It only reaches code
-    that runs when the other branch is taken, so only its dtype matters."""
+    """A zero standing for the gradient of a value that lives only in a branch of another cond on
+    the same predicate (a forward value a gradient cond read). It only reaches code that runs when
+    that branch is not taken, so only its dtype matters."""
     from graph.ops._util import constant
     return constant(np.zeros((), t.dtype)) if t.dtype is not _dt.variant else None
 

@@ -2,7 +2,7 @@
 gradients of the same program unrolled in Python, finite differences, and do not depend on
 parallel_iterations."""
 import numpy as np
-from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import HealthCheck, assume, example, given, settings
 from hypothesis import strategies as st
 
 import graph
@@ -37,22 +37,23 @@ def _unrolled_gradients(prog, x0, w0):
 
 
 def _finite_differences(prog, x0, w0, eps=1e-6):
+    """Central differences, Richardson-extrapolated from steps eps and eps/2: that cancels their
+    eps**2 error, which programs whose derivatives change fast (a doubling in nested loops)
+    make larger than the tolerance."""
     base = []
     P.run_python(prog, x0, w0, decisions=base)
-    out = []
-    for k in range(2):
-        gk = np.zeros(2)
-        for i in range(2):
-            vals = []
-            for sign in (1, -1):
-                xs = [x0.copy(), w0.copy()]
-                xs[k][i] += sign * eps
-                trace = []
-                vals.append(P.run_python(prog, xs[0], xs[1], decisions=trace))
-                assume(trace == base)  # the step must not flip a branch or change a trip count
-            gk[i] = (vals[0] - vals[1]) / (2 * eps)
-        out.append(gk)
-    return out
+
+    def difference(k, i, h):
+        vals = []
+        for sign in (1, -1):
+            xs = [x0.copy(), w0.copy()]
+            xs[k][i] += sign * h
+            trace = []
+            vals.append(P.run_python(prog, xs[0], xs[1], decisions=trace))
+            assume(trace == base)  # the step must not flip a branch or change a trip count
+        return (vals[0] - vals[1]) / (2 * h)
+    return [np.array([(4 * difference(k, i, eps / 2) - difference(k, i, eps)) / 3 for i in range(2)])
+            for k in range(2)]
 
 
 def _check(prog, x0, w0):
@@ -84,8 +85,9 @@ def test_random_programs_nested_three_deep(prog, x0, w0):
     _check(prog, x0, w0)
 
 
-def _hvp_graph(prog, x0, w0, v0, build):
-    """Gradient and Hessian-vector product (in w, along v) of the program built by `build`."""
+def _hvp_graph(prog, x0, v0, build):
+    """A function of w: the gradient and Hessian-vector product (in w, along v) of the program
+    built by `build`, from one graph."""
     g = graph.Graph()
     with g.as_default():
         x = graph.placeholder(np.float64, (2,), name="x")
@@ -93,23 +95,40 @@ def _hvp_graph(prog, x0, w0, v0, build):
         loss = build(x, w)
         (gw,) = grad.gradients(loss, [w])
         (hv,) = grad.gradients(graph.reduce_sum(gw * graph.constant(v0)), [w])
-    return Session(g).run([gw, hv], {x: x0, w: w0})
+    session = Session(g)
+    return lambda w0: session.run([gw, hv], {x: x0, w: w0})
+
+
+_ZERO = np.zeros(2)
 
 
 @settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(prog=P.programs(depth=2), x0=vec, w0=vec)
+# a cond nested in a cond branch whose gradient cond then sits beside a loop's gradient loop
+@example(prog=[("if", "a", 0.0, [("assign", "a", ("mul_w", "a"))],
+                [("if", "a", 0.0, [("assign", "b", ("mul_w", "a"))], [("assign", "a", ("mul_w", "a"))]),
+                 ("while", "b", 0.5, 1, True, [("assign", "a", ("mul_w", "a"))])]),
+               ("assign", "a", ("mul_w", "b"))], x0=_ZERO, w0=_ZERO)
+# a cond inside a recording loop: the untaken branch's zero gradient of a captured value has its shape
+@example(prog=[("while", "b", 4.0, 2, True, [("assign", "b", ("mul_w", "a")),
+                                             ("if", "a", 0.0, [("assign", "b", ("scale", "a", 1.2))],
+                                              [("assign", "b", ("scale", "b", 1.2))])]),
+               ("assign", "b", ("mul_w", "b"))], x0=np.array([1.435, 0.668]), w0=np.array([1.006, 0.289]))
 def test_random_programs_second_order(prog, x0, w0):
     v0 = np.array([0.6, -0.8])
     base = []
     P.run_python(prog, x0, w0, decisions=base)
-    _, hv = _hvp_graph(prog, x0, w0, v0, lambda x, w: P.build_graph(prog, x, w))
-    _, hv_u = _hvp_graph(prog, x0, w0, v0, lambda x, w: P.build_unrolled(prog, x0, w0, x, w))
+    hvp = _hvp_graph(prog, x0, v0, lambda x, w: P.build_graph(prog, x, w))
+    _, hv = hvp(w0)
+    _, hv_u = _hvp_graph(prog, x0, v0, lambda x, w: P.build_unrolled(prog, x0, w0, x, w))(w0)
     np.testing.assert_allclose(hv, hv_u, rtol=1e-9, atol=1e-9)
     eps = 1e-5
-    for sign in (1, -1):
+    for step in (eps, -eps, eps / 2, -eps / 2):
         trace = []
-        P.run_python(prog, x0, w0 + sign * eps * v0, decisions=trace)
+        P.run_python(prog, x0, w0 + step * v0, decisions=trace)
         assume(trace == base)
-    g_plus, _ = _hvp_graph(prog, x0, w0 + eps * v0, v0, lambda x, w: P.build_graph(prog, x, w))
-    g_minus, _ = _hvp_graph(prog, x0, w0 - eps * v0, v0, lambda x, w: P.build_graph(prog, x, w))
-    np.testing.assert_allclose(hv, (g_plus - g_minus) / (2 * eps), rtol=1e-4, atol=1e-5)
+
+    def difference(h):
+        return (hvp(w0 + h * v0)[0] - hvp(w0 - h * v0)[0]) / (2 * h)
+    # Richardson-extrapolated, as in _finite_differences
+    np.testing.assert_allclose(hv, (4 * difference(eps / 2) - difference(eps)) / 3, rtol=1e-4, atol=1e-5)
