@@ -23,10 +23,15 @@ statements = st.recursive(
     ), max_leaves=10)
 
 
+def _int64(x: int) -> int:
+    """x wrapped as int64 arithmetic wraps (deep loops of doublings overflow)."""
+    return (x + 2 ** 63) % 2 ** 64 - 2 ** 63
+
+
 def _python(program, state, counter=0):
     for s in program:
         if s[0] == "assign":
-            state["v"] = state["v"] * 2 + s[1]
+            state["v"] = _int64(state["v"] * 2 + s[1])
         elif s[0] == "print":
             print("v", state["v"], "at", counter)
         elif s[0] == "cond":
