@@ -118,6 +118,68 @@ def _run_block(block, v, w, m, value, decisions):
                 v[src] = v[src] + total * 0.1
 
 
+class Fwd:
+    """value + tangent·ε with ε² = 0: forward-mode derivatives in plain Python, independent of the
+    graph. Components may be Fwd themselves (nesting gives second derivatives)."""
+
+    __array_ufunc__ = None  # numpy operands defer to the reflected methods below
+
+    def __init__(self, value, tangent):
+        self.value, self.tangent = value, tangent
+
+    def __add__(self, o):
+        return Fwd(self.value + o.value, self.tangent + o.tangent) if isinstance(o, Fwd) else \
+            Fwd(self.value + o, self.tangent)
+
+    def __mul__(self, o):
+        if isinstance(o, Fwd):
+            return Fwd(self.value * o.value, self.tangent * o.value + self.value * o.tangent)
+        return Fwd(self.value * o, self.tangent * o)
+
+    __radd__, __rmul__ = __add__, __mul__
+
+    def __rsub__(self, o):
+        return self * -1.0 + o
+
+
+def _fwd_map(f, df):
+    def apply(x):
+        return Fwd(apply(x.value), x.tangent * df(x.value)) if isinstance(x, Fwd) else f(x)
+    return apply
+
+
+class FwdMath:
+    tanh = staticmethod(_fwd_map(np.tanh, lambda v: 1 - FwdMath.tanh(v) * FwdMath.tanh(v)))
+    sin = staticmethod(_fwd_map(np.sin, lambda v: FwdMath.cos(v)))
+    cos = staticmethod(_fwd_map(np.cos, lambda v: FwdMath.sin(v) * -1.0))
+
+    @staticmethod
+    def sum(x):
+        return Fwd(FwdMath.sum(x.value), FwdMath.sum(x.tangent)) if isinstance(x, Fwd) else np.sum(x)
+
+
+def primal(x):
+    while isinstance(x, Fwd):
+        x = x.value
+    return x
+
+
+def forward_derivative(prog, x, w, dx, dw) -> float:
+    """The exact directional derivative of the loss at (x, w) along (dx, dw)."""
+    return run_python(prog, Fwd(x, dx), Fwd(w, dw), FwdMath, value=primal).tangent
+
+
+def forward_hessian_vector(prog, x, w, v) -> np.ndarray:
+    """H v, H the Hessian of the loss in w at (x, w), by forward over forward mode."""
+    def second(e):
+        # inner ε moves w along v, outer ε along e: the loss's ε_outer·ε_inner part is eᵀ H v
+        zero = np.zeros_like(x)
+        out = run_python(prog, Fwd(Fwd(x, zero), Fwd(zero, zero)), Fwd(Fwd(w, v), Fwd(e, zero)),
+                         FwdMath, value=primal)
+        return out.tangent.tangent
+    return np.array([second(e) for e in np.eye(len(w))])
+
+
 class _Dual:
     """A numpy value and the graph tensor computing it, so Python can branch on the value."""
 
