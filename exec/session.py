@@ -72,6 +72,7 @@ class Session:
                self.graph._version)
         plan = self._plans.get(key)
         if plan is None:
+            self._check_same_graph(tensors, targets, feeds)
             self.graph.validate()
             plan = build_plan(self.graph, tensors, targets, feeds, self.runtime,
                               use_pool=self.inter_op_threads > 0)
@@ -88,6 +89,15 @@ class Session:
             else:
                 out.append(None)
         return nest.pack_as(fetches, out) if not isinstance(fetches, (Tensor, Node)) else out[0]
+
+    def _check_same_graph(self, tensors, targets, feeds) -> None:
+        # a tensor of another graph would otherwise be computed from that graph, silently
+        for what, items in (("fetch", [t.node for t in tensors] + list(targets)), ("feed", [t.node for t in feeds])):
+            for n in items:
+                if n.graph is not self.graph:
+                    loc = f" (created at {n.source})" if n.source else ""
+                    raise ValueError(f"cannot {what} {n.name!r}{loc}: it belongs to another graph than this "
+                                     "session's; build it inside `with session.graph.as_default():`")
 
     def close(self) -> None:
         self._plans.clear()

@@ -211,3 +211,17 @@ def test_device_strings_are_checked():
             y = G.add(G.constant(1.0), 2.0)
     with pytest.raises(ValueError, match="only has CPU kernels"):
         Session(g).run(y)
+
+
+def test_fetching_or_feeding_a_tensor_of_another_graph_is_an_error():
+    g1, g2 = G.Graph(), G.Graph()
+    with g1.as_default():
+        a = G.add(G.constant(1.0), 1.0)
+    with g2.as_default():
+        b = G.placeholder(np.float64, [], name="b")
+        c = G.mul(b, 2.0)
+    with pytest.raises(ValueError, match="cannot fetch 'Mul'.*test_executor.py.*another graph"):
+        Session(g1).run(c, {b: 1.0})
+    with pytest.raises(ValueError, match="cannot feed 'Add'.*another graph"):
+        Session(g2).run(c, {a: 1.0})
+    assert Session(g2).run(c, {b: 1.5}) == 3.0
