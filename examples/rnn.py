@@ -230,7 +230,7 @@ def run_steps(step, batch, args) -> list[float]:
 def parse_args(argv=None):
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--task", choices=("chars", "adding"), default="chars")
-    p.add_argument("--steps", type=int, default=None, help="training steps (default: 400 chars, 1500 adding)")
+    p.add_argument("--steps", type=int, default=None, help="training steps (default: 1000 chars, 1500 adding)")
     p.add_argument("--length", type=int, default=None,
                    help="longest sequence (chars: each batch takes a length in [length/2, length]; default 64, "
                         "adding: default 50)")
@@ -250,7 +250,7 @@ def parse_args(argv=None):
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     args = p.parse_args(argv)
     chars = args.task == "chars"
-    args.steps = args.steps if args.steps is not None else (400 if chars else 1500)
+    args.steps = args.steps if args.steps is not None else (1000 if chars else 1500)
     args.length = args.length if args.length is not None else (64 if chars else 50)
     args.hidden = args.hidden if args.hidden is not None else (256 if chars else 64)
     args.lr = args.lr if args.lr is not None else (3e-3 if chars else 1e-2)
