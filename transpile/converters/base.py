@@ -173,3 +173,22 @@ def move_rest_into_branches(stmts, kinds, recurse):
         if isinstance(s, kinds):
             return out
     return out
+
+
+class BoundNamesScope:
+    """Mixin for converters that treat names the current function does not bind (globals,
+    closure variables) differently: `binds_locally(name)` inside a visited function."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self._bound: list[set] = []
+
+    def visit_FunctionDef(self, node):
+        self._bound.append(bound_names(node))
+        try:
+            return self.generic_visit(node)
+        finally:
+            self._bound.pop()
+
+    def binds_locally(self, name: str) -> bool:
+        return not self._bound or name in self._bound[-1]

@@ -4,10 +4,10 @@ from __future__ import annotations
 import gast
 
 from transpile import ast_util as A
-from transpile.converters.base import Context, Converter, bound_names
+from transpile.converters.base import BoundNamesScope, Context, Converter
 
 
-class Lists(Converter):
+class Lists(BoundNamesScope, Converter):
     """Appending becomes an assignment, so liveness sees the list change. Before::
 
         for v in xs:
@@ -24,17 +24,6 @@ class Lists(Converter):
     read, as in Python: its `append` stays a plain call.
     """
 
-    def __init__(self, ctx: Context):
-        super().__init__(ctx)
-        self._bound: list[set] = []
-
-    def visit_FunctionDef(self, node):
-        self._bound.append(bound_names(node))
-        try:
-            return self.generic_visit(node)
-        finally:
-            self._bound.pop()
-
     def visit_Expr(self, node):
         call = node.value
         if (isinstance(call, gast.Call) and isinstance(call.func, gast.Attribute)
@@ -42,7 +31,7 @@ class Lists(Converter):
                 and len(call.args) == 1 and not call.keywords
                 and not isinstance(call.args[0], gast.Starred)):
             target = call.func.value.id
-            if self._bound and target not in self._bound[-1]:
+            if not self.binds_locally(target):
                 return self.generic_visit(node)
             new = A.assign(A.name(target, gast.Store()),
                            self.ctx.ag_call("list_append", [A.name(target), call.args[0]]))

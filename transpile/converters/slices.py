@@ -4,7 +4,7 @@ from __future__ import annotations
 import gast
 
 from transpile import ast_util as A
-from transpile.converters.base import Context, Converter, bound_names
+from transpile.converters.base import BoundNamesScope, Context, Converter
 
 
 def _container(node):
@@ -15,7 +15,7 @@ def _container(node):
     return node if isinstance(base, gast.Name) else None
 
 
-class Slices(Converter):
+class Slices(BoundNamesScope, Converter):
     """Graph tensors are immutable, so writing an item makes a new tensor. Before::
 
         x[i] = v
@@ -33,23 +33,12 @@ class Slices(Converter):
     assignment becomes `ag.set_item(buffer, i, v, in_place='buffer')`.
     """
 
-    def __init__(self, ctx: Context):
-        super().__init__(ctx)
-        self._bound: list[set] = []
-
-    def visit_FunctionDef(self, node):
-        self._bound.append(bound_names(node))
-        try:
-            return self.generic_visit(node)
-        finally:
-            self._bound.pop()
-
     def _rewrite(self, target, value, node):
         container = _container(target.value)
         if container is None:
             return None
         read = A.with_ctx(A.copy_node(container), gast.Load())
-        if isinstance(container, gast.Name) and self._bound and container.id not in self._bound[-1]:
+        if isinstance(container, gast.Name) and not self.binds_locally(container.id):
             call = self.ctx.ag_call("set_item", [read, target.slice, value],
                                     [A.keyword("in_place", A.const(container.id))])
             return A.locate(A.expr_stmt(call), node)
