@@ -61,6 +61,17 @@ def effect_before(graph, ctx):
         ctx = ctx.outer
 
 
+def hoisted_read(ctx, variable) -> Tensor | None:
+    """The read of `variable` that the outermost loop around `ctx` that never assigns it made before
+    it starts (see while_loop), or None: reads inside such a loop all see that one value."""
+    found = None
+    while ctx is not None:
+        if isinstance(ctx, WhileContext):
+            found = ctx.hoisted_reads.get(id(variable), found)
+        ctx = ctx.outer
+    return found
+
+
 def _zero(graph):
     from graph.ops._util import constant
     with graph._in_context(None):
@@ -176,6 +187,8 @@ class WhileContext(ControlFlowContext):
         self.next_iterations: list[Node] = []
         self.loop_cond: Node | None = None
         self.structure = None               # the loop_vars structure
+        # id(Variable) -> its value read once before the loop: the loop never assigns it
+        self.hoisted_reads: dict[int, Tensor] = {}
         self._body_pivot: Node | None = None
 
     @property

@@ -35,11 +35,13 @@ def while_loop(cond, body, loop_vars, parallel_iterations: int = 32, maximum_ite
     `body` close over become loop constants. `maximum_iterations` bounds the trip
     count. `names` (one per loop variable) makes error messages use the user's
     variable names. Returns the final values, with the structure of `loop_vars`.
+    A Variable that the loop reads but never assigns is read once, before the loop.
     """
     if not isinstance(loop_vars, (tuple, list)) or not loop_vars:
         raise GraphError("while_loop needs a non-empty tuple or list of loop variables")
     if parallel_iterations < 1:
         raise GraphError(f"parallel_iterations must be >= 1, got {parallel_iterations}")
+    from graph.ops.state import variable_uses  # graph.ops.state reads loop records
     graph = get_default_graph()
     source = user_location()
     structure = loop_vars
@@ -52,16 +54,31 @@ def while_loop(cond, body, loop_vars, parallel_iterations: int = 32, maximum_ite
         max_iters = None
     labels = _labels(structure, names, len(flat))
     shapes = [t.shape for t in flat]
+    hoist: list = []
     for _ in range(_MAX_RELAXATIONS):
         checkpoint = graph._checkpoint()
         ctx, exits, body_shapes = _build(graph, cond, body, structure, flat, shapes, labels, counted,
-                                         max_iters, parallel_iterations, name, names, swap_memory, source)
+                                         max_iters, parallel_iterations, name, names, swap_memory, source, hoist)
         relaxed = [_relax(s, b) for s, b in zip(shapes, body_shapes, strict=True)]
-        if relaxed == shapes:
+        # Variables the loop reads but never assigns are read once, before it (the body is traced
+        # again): a read per iteration would cost a node, make the loop effectful (its iterations
+        # ordered by identities) and, differentiated, save the same value in every iteration.
+        read, written = variable_uses(n for n in graph.nodes[checkpoint.num_nodes:] if _within(n.context, ctx))
+        invariant = [e for e in hoist if id(e[0]) not in written] + \
+            [e for k, e in read.items() if k not in written]
+        if relaxed == shapes and [id(v) for v, _ in invariant] == [id(v) for v, _ in hoist]:
             return nest.pack_as(structure, exits[:-1] if counted else exits)
         graph._rollback(checkpoint)
-        shapes = relaxed
+        shapes, hoist = relaxed, invariant
     raise GraphError("the shapes of the loop variables did not stabilise", source)
+
+
+def _within(ctx, loop) -> bool:
+    while ctx is not None:
+        if ctx is loop:
+            return True
+        ctx = ctx.outer
+    return False
 
 
 def _relax(loop_shape, body_shape):
@@ -84,12 +101,15 @@ def _labels(structure, names, n) -> list[str]:
 
 
 def _build(graph, cond, body, structure, flat, shapes, labels, counted, max_iters,
-           parallel_iterations, name, names, swap_memory, source):
+           parallel_iterations, name, names, swap_memory, source, hoist):
     outer = graph.context
     with graph.name_scope(name or "while") as scope:
         ctx = WhileContext(scope.rstrip("/"), parallel_iterations, outer, source, names=labels,
                            swap_memory=swap_memory, maximum_iterations=max_iters)
         ctx.structure = structure
+        for var, dev in hoist:  # in program order with the effects before the loop, which its Enters follow
+            with graph.device(dev):
+                ctx.hoisted_reads[id(var)] = var.read()
         prev_effect = effect_before(graph, outer)
         ordering = [prev_effect] if prev_effect is not None else []
         for t in flat:

@@ -17,6 +17,7 @@ import numpy as np
 
 from graph import dtypes as _dt
 from graph import shapes as _sh
+from graph.control_flow.contexts import hoisted_read
 from graph.core import Graph, Tensor, get_default_graph, make_op, register_op
 from graph.errors import DTypeError, GraphError, ShapeError, SymbolicBoolError
 from graph.ops import numpy_api as _numpy_api
@@ -137,8 +138,14 @@ class Variable:
 
     # -- graph ops ---------------------------------------------------------------------------
     def read(self, name: str | None = None) -> Tensor:
-        """The current value, read when the op runs (in program order with this variable's writes)."""
+        """The current value, read when the op runs (in program order with this variable's writes).
+
+        Inside a loop that never assigns this variable, that is the value read once before the loop.
+        """
         g = self._register(get_default_graph())
+        hoisted = hoisted_read(g.context, self)
+        if hoisted is not None:
+            return hoisted
         return g.create_node("ReadVariable", [], {"variable": self}, name or f"{self.name}/read").outputs[0]
 
     def _as_graph_tensor(self) -> Tensor:
@@ -218,6 +225,21 @@ class Variable:
 
 _operators.install(Variable)
 _numpy_api.install(Variable)
+
+
+def variable_uses(nodes) -> tuple[dict, set]:
+    """What `nodes` do with Variables: {id: (Variable, device of its first read)} of those read, and
+    the ids of those assigned."""
+    read, written = {}, set()
+    for n in nodes:
+        v = n.attrs.get("variable")
+        if not isinstance(v, Variable):
+            continue
+        if n.op == "ReadVariable":
+            read.setdefault(id(v), (v, n.device))
+        else:  # every other op naming a Variable writes it
+            written.add(id(v))
+    return read, written
 
 
 def trainable_variables(g: Graph | None = None) -> list[Variable]:
