@@ -7,7 +7,9 @@ gets, through `resolve`:
 
 - the value itself when it is visible where the gradient is built (an enclosing
   context: the graph routes it in, through a Switch or a constant Enter);
-- a loop constant's outer value (loop-invariant, never saved);
+- a loop constant's outer value (loop-invariant, never saved); a value the loop
+  body computes from loop constants alone is computed again from them, once,
+  outside the gradient loop (never saved either);
 - for a value computed inside a loop being differentiated, a `StackPop` in the
   mirror of its context of what a `StackPush` saved in the forward loop, keyed
   by the iteration indices of every enclosing differentiated loop;
@@ -25,7 +27,7 @@ from graph import dtypes as _dt
 from graph import shapes as _sh
 from graph.control_flow.contexts import WhileContext
 from graph.control_flow.stack import stack_new, stack_pop
-from graph.core import Node, Tensor, route
+from graph.core import Node, Tensor, get_opdef, route
 from graph.errors import GraphError
 from graph.ops._util import constant
 from grad import saved as _saved
@@ -54,6 +56,8 @@ class GradState:
         self._record_of: dict[WhileContext, LoopRecord] = {}
         self._counter_index: dict[Tensor, LoopRecord] = {}
         self._pops: dict[Tensor, Tensor] = {}
+        self._invariant: dict[Node, bool] = {}
+        self._clones: dict[Node, Node] = {}
         self._shapes: dict[Tensor, Tensor] = {}
         self.deferred: dict[WhileContext, list[Node]] = {}   # gradient loops under construction
         self.gradient_stacks: dict[Node, "GradientStack"] = {}
@@ -113,6 +117,8 @@ class GradState:
         if rec is not None:
             return rec.index
         if ctx.frame is not None and ctx.frame in self._record_of:
+            if ctx is ctx.frame and self._loop_invariant(t.node, ctx):
+                return self._recomputed(t)
             return self._popped(t, ctx)
         return self._imported(t, ctx)
 
@@ -150,6 +156,47 @@ class GradState:
             out = b.captured[t] = sw.outputs[b.branch]
             b.captured[out] = out  # already inside: ops built in the branch use it as it is
         return out
+
+    def _loop_invariant(self, n: Node, loop: WhileContext) -> bool:
+        """Whether `n`, in the body of `loop`, computes the same value in every iteration: a pure op
+        of loop constants and of such values. (TensorArray handles are not values: the array may
+        change under a constant handle.)"""
+        known = self._invariant
+        todo = [n]
+        while todo:  # iterative: a body may be a chain of thousands of ops
+            m = todo[-1]
+            if m in known:
+                todo.pop()
+                continue
+            if m.context is not loop or m.op in _NOT_PURE or get_opdef(m.op).stateful \
+                    or not all(loop.is_pivot(c) for c in m.control_inputs) \
+                    or any(t.dtype is _dt.variant for t in m.inputs):
+                known[m] = False
+                todo.pop()
+                continue
+            ins = [t.node for t in m.inputs if not loop.is_invariant(t)]
+            if any(known.get(i) is False for i in ins):
+                known[m] = False
+                todo.pop()
+                continue
+            unknown = [i for i in ins if i not in known]
+            if unknown:
+                todo.extend(unknown)
+            else:
+                known[m] = True
+                todo.pop()
+        return known[n]
+
+    def _recomputed(self, t: Tensor) -> Tensor:
+        """Loop-invariant `t`, computed again from the loop constants outside the gradient loop
+        rather than saved on a stack in every forward iteration."""
+        n = t.node
+        clone = self._clones.get(n)
+        if clone is None:
+            def build(*ins):
+                return self.graph.create_node(n.op, list(ins), dict(n.attrs), name="invariant_" + _short(t))
+            clone = self._clones[n] = self.outside(build, *[self.resolve(x) for x in n.inputs])
+        return clone.outputs[t.index]
 
     def records_upto(self, frame: WhileContext) -> list[LoopRecord]:
         out = []
@@ -260,6 +307,10 @@ class GradientStack:
                                  context=where).outputs[0]
         self._ready[id(where)] = gate
         return gate
+
+
+# values that are not functions of their inputs alone in one iteration
+_NOT_PURE = frozenset({"Merge", "Switch", "Enter", "Exit", "NextIteration", "LoopCond", "Placeholder"})
 
 
 def _outermost_loop(ctx, top) -> WhileContext | None:

@@ -233,6 +233,10 @@ class WhileContext(ControlFlowContext):
                 self._body_pivot = graph.create_node("Identity", [sw.outputs[1]], name="pivot")
         return self._body_pivot
 
+    def is_pivot(self, node: Node) -> bool:
+        """Whether `node` is a pivot of this loop (a gate, not a dependence on a value)."""
+        return node is self._body_pivot or (bool(self.merges) and node is self.merges[0])
+
     def on_node_created(self, node: Node) -> None:
         # A node fed only by loop constants would otherwise fire in the final,
         # dead iteration too (and a NextIteration would start a new one).
