@@ -70,9 +70,9 @@ class GraphIndex:
             if n.op == "Exit":
                 loop = self.exit_loop[n] = n.inputs[0].node.frame
                 self.loop_exits.setdefault(loop, []).append(n)
-            elif n.op in ("StackPush", "StackPop"):
+            elif n.op in ("StackPush", "StackPop", "StackConcat"):
                 stack = stack_of(n.inputs[0])
-                if stack is not None:
+                if stack is not None:  # a concat takes values out like a pop
                     table = self.stack_pushes if n.op == "StackPush" else self.stack_pops
                     table.setdefault(stack, []).append(n)
             elif n.op == "ReadVariable":
@@ -215,7 +215,7 @@ class GraphIndex:
             if not is_differentiable(n):
                 continue
             ins = list(n.inputs)
-            if n.op == "StackPop":
+            if n.op in ("StackPop", "StackConcat"):
                 ins = [p.inputs[1] for p in self.stack_pushes.get(stack_of(n.inputs[0]), ())]
             for i in ins:
                 if i not in seen and i in within:

@@ -36,6 +36,7 @@ from graph.control_flow.while_loop import while_loop
 from graph.core import Tensor
 from graph.errors import GraphError, user_location
 from graph.ops.math import greater_equal, sub
+from grad import loop_sums
 from grad import saved as _saved
 from grad.analysis import ancestors, cond_outer, is_within
 from grad.backprop import add_n, backprop_region, conform, variable_of
@@ -170,6 +171,9 @@ def while_grad(state, loop, grads, var_grads) -> None:
     if all(g is None for g in seeds.values()) and not state.has_inner_sources(loop):
         return
     consts = [(c, e) for c, e in loop.constant_enters.items() if state.is_active(e)]
+    after = loop_sums.plan(state, loop, consts)  # summed after the gradient loop, not in it
+    deferred = [(c, after[e]) for c, e in consts if e in after]
+    consts = [(c, e) for c, e in consts if e not in after]
     reads = _group_reads(state, state.index.reads_within(loop))
     counter = _saved.counter_for(loop)
     last = sub(state.resolve(counter.exit), np.int64(1))
@@ -185,6 +189,7 @@ def while_grad(state, loop, grads, var_grads) -> None:
             raise GraphError("gradients: internal error: a gradient loop was traced twice "
                              "(its loop variables changed shape)")
         with state.reversing(loop, graph.context, counter, index):
+            state.row_sums.update(after)
             gx, rest = acc[:len(ks)], acc[len(ks):]
             body_seeds = {}
             for k, g in zip(ks, gx, strict=True):
@@ -202,6 +207,8 @@ def while_grad(state, loop, grads, var_grads) -> None:
             for (var, _), a in zip(reads, rest[len(consts):], strict=True):
                 g = _sum(bvars.get(var, []))
                 new.append(a if g is None else add_n([a, g]))
+            for e in after:
+                del state.row_sums[e]
         return (sub(index, np.int64(1)), *new)
 
     res = while_loop(lambda index, *acc: greater_equal(index, np.int64(0)), body, (last, *init),
@@ -217,6 +224,10 @@ def while_grad(state, loop, grads, var_grads) -> None:
         grads.add(c, conform(g, c, "a loop constant"))
     for (var, _), g in zip(reads, res[len(consts):], strict=True):
         var_grads.setdefault(var, []).append(g)
+    for c, rows in deferred:
+        g = rows.total()
+        if g is not None:
+            grads.add(c, conform(g, c, "a loop constant"))
 
 
 def _structural(op_name: str, rule: str):

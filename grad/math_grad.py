@@ -58,8 +58,17 @@ def _print_grad(op, g):
 @register_gradient("Add")
 def _add_grad(op, g):
     """d(x + y) = dx + dy."""
-    return [unbroadcast(op, 0, g) if op.needs(0) else None,
-            unbroadcast(op, 1, g) if op.needs(1) else None]
+    return [_add_operand_grad(op, 0, g), _add_operand_grad(op, 1, g)]
+
+
+def _add_operand_grad(op, i, g):
+    if not op.needs(i):
+        return None
+    rows = op.summed_after_loop(i)  # a bias added to every row in a loop: summed after it
+    if rows is None:
+        return unbroadcast(op, i, g)
+    rows.add_row_sum(g, op.fwd_outputs[0].shape)
+    return None
 
 
 @register_gradient("Sub")
@@ -286,7 +295,11 @@ def _matmul_grad(op, g):
     if op.needs(0):
         ga = _reduce_to(m.matmul(g, op.outside(_swap_last, op.inputs[1])), op, 0)
     if op.needs(1):
-        gb = _reduce_to(m.matmul(op.outside(_swap_last, op.inputs[0]), g), op, 1)
+        rows = op.summed_after_loop(1)  # a weight in a loop: one matmul of all iterations after it
+        if rows is None:
+            gb = _reduce_to(m.matmul(op.outside(_swap_last, op.inputs[0]), g), op, 1)
+        else:
+            rows.add_product(op.fwd_inputs[0], g, op.fwd_outputs[0].shape)
     return [ga, gb]
 
 

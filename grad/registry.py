@@ -110,6 +110,11 @@ class GradOp:
         computed once outside the gradient loop instead of in every iteration."""
         return self._state.outside(fn, *ts)
 
+    def summed_after_loop(self, i: int):
+        """For input i a constant of the loop being reversed whose gradient adds up over rows and is
+        computed after the gradient loop, the record its contributions go to (grad.loop_sums)."""
+        return self._state.row_sums.get(self.node.inputs[i])
+
     def input_shape(self, i: int) -> Tensor:
         """Input i's shape as an int64 vector (a constant when static; never saves the value)."""
         return self._state.resolve_shape(self.node.inputs[i])

@@ -6,11 +6,13 @@ belongs to the value that was pushed. Both sides use the same slot keys:
   the pop's keys, on a gradient stack (one per forward stack);
 - StackPush's gradient is a StackPop: the pushed value receives what was saved
   under the push's keys, once every push of a gradient is done (the gradient
-  stack's handle waits for the counters of the loops that push).
+  stack's handle waits for the counters of the loops that push);
+- StackConcat's gradient is a StackSplit: the joined value's gradient is cut back
+  into the slots it came from, on the gradient stack.
 """
 from __future__ import annotations
 
-from graph.control_flow.stack import stack_of, stack_pop
+from graph.control_flow.stack import stack_of, stack_pop, stack_split
 from grad.registry import register_gradient
 
 
@@ -33,3 +35,12 @@ def _stack_push_grad(op):
     v = op.fwd_inputs[1]
     g = stack_pop(gs.ready_handle(state), keys, v.dtype, v.shape, name="gradient_of_saved")
     return [None, g] + [None] * len(keys)
+
+
+@register_gradient("StackConcat")
+def _stack_concat_grad(op, g):
+    """StackConcat's gradient is a StackSplit onto the gradient stack, under the keys it joined."""
+    state = op.state
+    gs = state.gradient_stack(stack_of(op.fwd_inputs[0]))
+    gs.pushes.append(stack_split(gs.handle, g, op.inputs[0], name="gradient_of_joined"))
+    return [None]

@@ -61,6 +61,7 @@ class GradState:
         self._shapes: dict[Tensor, Tensor] = {}
         self.deferred: dict[WhileContext, list[Node]] = {}   # gradient loops under construction
         self.gradient_stacks: dict[Node, "GradientStack"] = {}
+        self.row_sums: dict = {}   # loop constant's Enter -> its gradient summed after the loop (grad.loop_sums)
         # names this computation's TensorArray gradient arrays (gradients of gradients use others)
         self.source = graph.unique_name("gradient_arrays", mark_used=True)
 

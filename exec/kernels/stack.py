@@ -1,6 +1,8 @@
 """Stack kernels: slots keyed by iteration indices, stored through the device memory manager."""
 from __future__ import annotations
 
+import numpy as np
+
 from exec.kernels import kernel
 from exec.memory import MemoryManager, memory_manager
 
@@ -8,12 +10,13 @@ from exec.memory import MemoryManager, memory_manager
 class Stack:
     """The run-time object behind a stack handle: slots `key -> memory-manager token`."""
 
-    __slots__ = ("name", "memory", "slots", "__weakref__")
+    __slots__ = ("name", "memory", "slots", "layout", "__weakref__")
 
     def __init__(self, name: str, memory: MemoryManager):
         self.name = name
         self.memory = memory
         self.slots: dict = {}
+        self.layout: list = []   # (key, rows) of the values the last concat joined
 
     def push(self, key, value, swap: bool) -> None:
         token = self.memory.save(value, swap)
@@ -27,6 +30,22 @@ class Stack:
             raise RuntimeError(f"stack {self.name!r}: no value was saved for iteration {_fmt(key)} "
                                f"({len(self.slots)} slots held)")
         return self.memory.restore(token)
+
+    def concat(self, dtype, row_shape):
+        """Every value, in key order, joined along axis 0; the stack is left empty."""
+        keys = sorted(self.slots)
+        values = [self.memory.restore(self.slots.pop(k)) for k in keys]
+        self.layout = [(k, len(v)) for k, v in zip(keys, values)]
+        if not values:
+            return np.empty((0, *row_shape), dtype)
+        return np.concatenate(values) if len(values) > 1 else values[0]
+
+    def split(self, value, like: "Stack", swap: bool = False) -> None:
+        """Pushes the rows of `value` under the keys and row counts `like`'s last concat took."""
+        start = 0
+        for key, rows in like.layout:
+            self.push(key, value[start:start + rows], swap)
+            start += rows
 
     def __len__(self) -> int:
         return len(self.slots)
@@ -79,3 +98,19 @@ def _pop(node, rt):
     def pop(stack, *keys):
         return stack.pop(tuple(map(int, keys)))
     return pop
+
+
+@kernel("StackConcat")
+def _concat(node, rt):
+    dtype, row_shape = node.attrs["dtype"], node.attrs["shape"][1:]
+
+    def concat(stack):
+        return stack.concat(dtype, row_shape)
+    return concat
+
+
+@kernel("StackSplit")
+def _split(node, rt):
+    def split(dst, value, src):
+        dst.split(value, src)
+    return split

@@ -10,6 +10,12 @@ running concurrently (`parallel_iterations` > 1) may push and pop in any order.
   (no outputs: other nodes wait for it through control edges).
 - StackPop(handle, *keys)[dtype, shape] -> value: takes the value out of slot
   `keys`, freeing it.
+- StackConcat(handle)[dtype, shape] -> value: takes every value out, in key
+  order, joined along their first axis (values with `shape[1:]`; none: zero rows).
+  What a gradient loop sums over iterations row by row is computed from these
+  after the loop in one op (grad/loop_sums.py).
+- StackSplit(dst, value, src): pushes onto `dst` the rows of `value` under the keys
+  and row counts the last StackConcat of `src` took (StackConcat's gradient).
 """
 from __future__ import annotations
 
@@ -46,7 +52,24 @@ def _pop_infer(inputs, attrs):
     return [(attrs["dtype"], attrs["shape"])]
 
 
+def _concat_infer(inputs, attrs):
+    if inputs[0].dtype is not _dt.variant:
+        raise TypeError("StackConcat needs a stack handle")
+    shape = attrs["shape"]
+    if shape is None or len(shape) < 1 or not _sh.is_fully_defined(shape[1:]):
+        raise ValueError("StackConcat needs values of known rank >= 1 and known dims after the first")
+    return [(attrs["dtype"], shape)]
+
+
+def _split_infer(inputs, attrs):
+    if inputs[0].dtype is not _dt.variant or inputs[2].dtype is not _dt.variant:
+        raise TypeError("StackSplit needs two stack handles")
+    return []
+
+
 register_op("StackNew", _new_infer, stateful=True, differentiable=False)
+register_op("StackConcat", _concat_infer, stateful=True)
+register_op("StackSplit", _split_infer, stateful=True, differentiable=False)
 register_op("StackPush", _push_infer, stateful=True)
 register_op("StackPop", _pop_infer, stateful=True)
 
@@ -67,6 +90,19 @@ def stack_pop(handle: Tensor, keys, dtype, shape, name: str | None = None) -> Te
     dtype = dtype if dtype is _dt.variant else np.dtype(dtype)
     return make_op("StackPop", [handle, *keys], {"dtype": dtype, "shape": _sh.as_shape(shape)},
                    name=name or "StackPop").outputs[0]
+
+
+def stack_concat(handle: Tensor, dtype, row_shape, name: str | None = None) -> Tensor:
+    """Every value saved on the stack, in key order, joined along axis 0 (values of `row_shape` after
+    their first dim); the stack is emptied."""
+    shape = (None, *_sh.as_shape(row_shape))
+    return make_op("StackConcat", [handle], {"dtype": np.dtype(dtype), "shape": shape},
+                   name=name or "StackConcat").outputs[0]
+
+
+def stack_split(dst: Tensor, value: Tensor, src: Tensor, name: str | None = None):
+    """Pushes the rows of `value` onto `dst` as the last StackConcat of `src` joined them."""
+    return make_op("StackSplit", [dst, value, src], name=name or "StackSplit")
 
 
 def stack_of(handle: Tensor):
