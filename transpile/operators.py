@@ -1282,7 +1282,16 @@ class _RangeSource(_Source):
         return graph.cast(graph.maximum(count, graph.constant(np.zeros((), count.dtype))), np.int64)
 
     def item(self, k):
-        return self.start + graph.cast(k, self.start.dtype) * self.step
+        # range(n) is the common case: its item is the loop index itself, not two ops per iteration
+        k = graph.cast(k, self.start.dtype)
+        if not _static_equals(self.step, 1):
+            k = k * self.step
+        return k if _static_equals(self.start, 0) else self.start + k
+
+
+def _static_equals(t: Tensor, value) -> bool:
+    v = graph.static_value(t)
+    return v is not None and v.shape == () and v == value
 
 
 class _TensorSource(_Source):

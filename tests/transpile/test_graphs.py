@@ -191,3 +191,29 @@ def test_gradients_through_break_and_a_list_built_in_the_loop(limit):
     fd = [(early_exit_loss(w + eps * e, xs, limit) - early_exit_loss(w - eps * e, xs, limit)) / (2 * eps)
           for e in np.eye(3)]
     np.testing.assert_allclose(g, fd, rtol=1e-5, atol=1e-8)
+
+
+
+def test_range_items_cost_no_ops_per_iteration_when_start_is_0_and_step_1():
+    @transpile.function
+    def f(n, start, step):
+        plain, general = [], []
+        for i in range(n):
+            plain.append(i)
+        for i in range(start, n, step):
+            general.append(i)
+        return np.stack(plain), np.stack(general)
+
+    plain, general = f(np.int64(5), np.int64(4), np.int64(-2))
+    assert list(plain) == [0, 1, 2, 3, 4] and list(general) == []
+    plain, general = f(np.int64(9), np.int64(2), np.int64(3))
+    assert list(general) == [2, 5, 8]
+    g = f.get_graph(np.int64(9), np.int64(2), np.int64(3))
+    per_loop = collections.defaultdict(collections.Counter)
+    for nd in g.nodes:
+        if nd.frame is not None:
+            per_loop[nd.frame.frame_name][nd.op] += 1
+    first, second = sorted(per_loop)
+    # range(n): i is the loop's own index (one Add: its increment); range(start, n, step): start + k * step
+    assert (per_loop[first]["Add"], per_loop[first]["Mul"]) == (1, 0)
+    assert (per_loop[second]["Add"], per_loop[second]["Mul"]) == (2, 1)
