@@ -17,6 +17,12 @@ Every value in flight is (value, is_dead) plus its tag, an `Iteration` of a
 - Any other node computes when all inputs have arrived, unless one is dead, in
   which case its outputs are dead and it does not run.
 
+An untaken cond branch is skipped rather than run dead node by node: as soon as
+its predicate's value is known in an iteration (it reaches a Switch on it), one
+dead token goes along each edge leaving the branch, the branch is marked skipped
+in that iteration, and whatever else arrives for its nodes there is dropped
+(exec/branches.py).
+
 An iteration is done when nothing is queued or running in it, it has no live
 child frames, and its predecessor is done (iteration 0: all the frame's Enters
 have arrived). Done iterations are freed at once, so a loop of a million
@@ -33,10 +39,11 @@ import numpy as np
 from exec import blas, load
 from exec.errors import NoProgressError, RunError
 from exec.recurrence import BUSY_CORES
-from exec.plan import (ASYNC, DIRECT, ENTER, EXIT, LOOP_MERGE, MERGE, MULTI, NEXT, NORMAL, PENDING, SWITCH,
-                       TO_LOOP_MERGE, TO_MERGE, Plan)
+from exec.plan import (ASYNC, COND_SWITCH, DIRECT, ENTER, EXIT, LOOP_MERGE, MERGE, MULTI, NEXT, NORMAL, PENDING,
+                       SWITCH, TO_GUARDED, TO_LOOP_MERGE, TO_MERGE, TO_PRED, Plan)
 
 _MISSING = object()
+_ready_queue = deque  # the queue of nodes to run; tests replace it to see which nodes ran
 _URGENT = object()  # a pool token: look at the urgent jobs
 
 
@@ -67,7 +74,7 @@ class Frame:
 class Iteration:
     """The tag of a value: iteration `n` of `frame`, with its per-node pending inputs."""
 
-    __slots__ = ("frame", "n", "pending", "outstanding", "children")
+    __slots__ = ("frame", "n", "pending", "outstanding", "children", "skipped")
 
     def __init__(self, frame: Frame, n: int):
         self.frame = frame
@@ -75,6 +82,7 @@ class Iteration:
         self.pending: dict[int, list] = {}
         self.outstanding = 0      # items queued or running in this iteration
         self.children: dict[str, Frame] = {}
+        self.skipped: set[int] | None = None  # ids of the branches skipped in this iteration
 
 
 class _Pool:
@@ -144,11 +152,12 @@ def _execute(plan: Plan, feed_values: list, pool: _Pool | None, inline_recurrenc
     kind, fn, cons, tmpl, ndata, nin = plan.kind, plan.fn, plan.cons, plan.tmpl, plan.ndata, plan.nin
     frame_info, num_enters, exits = plan.frame_info, plan.num_enters, plan.exits
     bindable, unbound, dead_cons = plan.bindable, plan.unbound, plan.dead_cons
+    branches, cond_switches, guards = plan.branches, plan.cond_switches, plan.guards
     results = [_MISSING] * len(plan.fetches)
     root_frame = Frame("", None, 1, 0)
     root = Iteration(root_frame, 0)
     root_frame.iters[0] = root
-    ready: deque = deque()
+    ready: deque = _ready_queue()
     append, popleft = ready.append, ready.popleft
     completions: SimpleQueue | None = SimpleQueue() if pool is not None else None
     inflight = 0
@@ -194,8 +203,68 @@ def _execute(plan: Plan, feed_values: list, pool: _Pool | None, inline_recurrenc
                     append((dst, it, (None, -1), True))
                     queued = 1
             return queued
+        if mode == TO_GUARDED:
+            skipped = it.skipped
+            if skipped is not None and not skipped.isdisjoint(guards[dst]):
+                return 0  # its node is in a branch skipped in this iteration
+            return deliver1(dst, slot, PENDING, out, dead, it)
+        if mode == TO_PRED:  # the predicate's value decides now which branches are skipped
+            held = guards.get(dst)
+            if held is not None and it.skipped is not None and not it.skipped.isdisjoint(held):
+                return 0  # a Switch that only feeds a skipped branch
+            b0, b1 = cond_switches[dst][:2]
+            queued = skip(b0, it) + skip(b1, it) if dead else skip(b0 if out else b1, it)
+            if slot < 0:
+                return queued  # an entry that only decides
+            if held is not None and it.skipped is not None and not it.skipped.isdisjoint(held):
+                return queued  # (the same, skipped just now)
+            return queued + deliver1(dst, slot, PENDING, out, dead, it)
         results[dst] = (out, dead)  # TO_FETCH
         return 0
+
+    def cond_switch(i, it, args, dead) -> int:
+        """A Switch whose untaken side is skipped; both sides when its predicate is dead, since then
+        so is every Switch on it. Returns the items queued."""
+        b0, b1, dead0, dead1 = cond_switches[i]  # dead_p: port p's consumers outside its branch
+        c0, c1, cc = cons[i]
+        pred = args[1]  # None only when dead: a live predicate is a bool array
+        if pred is None:
+            queued = skip(b0, it) + skip(b1, it)
+            sides = ((dead0, None, True), (dead1, None, True))
+        elif pred:
+            queued = skip(b0, it)
+            sides = ((dead0, None, True), (dead_cons[i][1], None, True) if dead else (c1, args[0], False))
+        else:
+            queued = skip(b1, it)
+            sides = ((dead1, None, True), (dead_cons[i][0], None, True) if dead else (c0, args[0], False))
+        for entries, out, d in sides:
+            for dst, slot, mode in entries:
+                queued += deliver1(dst, slot, mode, out, d, it)
+        for dst, slot, mode in cc:
+            queued += deliver1(dst, slot, mode, None, dead, it)
+        return queued
+
+    def skip(b, it) -> int:
+        """Skips branch `b` (if any: b >= 0) in iteration `it`, once; returns the items queued."""
+        if b < 0:
+            return 0
+        skipped = it.skipped
+        if skipped is None:
+            skipped = it.skipped = set()
+        elif b in skipped:
+            return 0
+        skipped.add(b)
+        branch = branches[b]
+        pend = it.pending
+        for dst in branch.guarded:
+            pend.pop(dst, None)  # inputs from outside that arrived before the predicate
+        queued = 0
+        for dst, slot, mode in branch.exits:
+            queued += deliver1(dst, slot, mode, None, True, it)
+        for dst, slot, mode, others in branch.shared:
+            if skipped.isdisjoint(others):
+                queued += deliver1(dst, slot, mode, None, True, it)
+        return queued
 
     def push(entries, out, dead, it) -> None:
         """Delivers a single-output node's value into iteration `it` (maybe another one)."""
@@ -392,6 +461,8 @@ def _execute(plan: Plan, feed_values: list, pool: _Pool | None, inline_recurrenc
                             queued += 1
                     else:
                         queued += deliver1(dst, slot, mode, out, d, it)
+        elif k == COND_SWITCH:
+            queued = cond_switch(i, it, args, dead)
         elif k == ENTER:
             enter(i, it, args[0], dead)
         elif k == EXIT:

@@ -11,14 +11,16 @@ from dataclasses import dataclass, field
 from graph import shapes as _sh
 from graph.core import Node, Tensor
 from exec import kernels as _kernels
+from exec.branches import plan_skipping
 from exec.devices import check_local
 from exec.donation import donatable_slot, exclusive_inputs
 from exec.recurrence import on_main_recurrence
 
-# node kinds
-NORMAL, MULTI, SWITCH, MERGE, LOOP_MERGE, ENTER, EXIT, NEXT, ASYNC = range(9)
-# consumer-edge modes
-DIRECT, PENDING, TO_MERGE, TO_LOOP_MERGE, TO_FETCH = range(5)
+# node kinds; a COND_SWITCH is a Switch whose untaken side is skipped (exec/branches.py)
+NORMAL, MULTI, SWITCH, MERGE, LOOP_MERGE, ENTER, EXIT, NEXT, ASYNC, COND_SWITCH = range(10)
+# consumer-edge modes; TO_GUARDED: PENDING into a skippable branch from outside it; TO_PRED: PENDING
+# into a COND_SWITCH's predicate input (exec/branches.py)
+DIRECT, PENDING, TO_MERGE, TO_LOOP_MERGE, TO_FETCH, TO_GUARDED, TO_PRED = range(7)
 
 _KIND_OF_OP = {"Switch": SWITCH, "Enter": ENTER, "Exit": EXIT, "NextIteration": NEXT}
 SINGLE_OUTPUT_KINDS = frozenset({NORMAL, ENTER, EXIT, NEXT, ASYNC})
@@ -51,6 +53,9 @@ class Plan:
     recurrence: frozenset = frozenset()              # heavy nodes of loop recurrences (exec/recurrence.py)
     other_cores: float = 0.0                         # cores other processes used in the last run
     dead_cons: dict = field(default_factory=dict)    # Switch -> its ports' consumers but Exits
+    branches: list = field(default_factory=list)     # skippable branches (exec/branches.py)
+    cond_switches: dict = field(default_factory=dict)  # COND_SWITCH -> (branch ids, dead consumers outside)
+    guards: dict = field(default_factory=dict)       # TO_GUARDED/TO_PRED destination -> ids of branches holding it
 
 
 def prune(fetch_nodes: list[Node], fed: set) -> list[Node]:
@@ -146,6 +151,10 @@ def build_plan(graph, fetches: list[Tensor], targets: list[Node], feeds: list[Te
         if kind[i] == SWITCH:  # the loop's exit side is dead every iteration but the last: skip it
             plan.dead_cons[i] = tuple([e for e in plan.cons[i][p] if kind[e[0]] != EXIT or e[2] == TO_FETCH]
                                       for p in (0, 1))
+    skipping = plan_skipping(plan)
+    plan.branches, plan.cond_switches, plan.guards = skipping.branches, skipping.switches, skipping.guards
+    for i in plan.cond_switches:
+        kind[i] = COND_SWITCH
     if ASYNC in kind:  # where the loops' critical recurrences run is decided per run (exec/recurrence.py)
         heavy = [k == ASYNC for k in kind]
         plan.recurrence = frozenset(i for i, r in enumerate(on_main_recurrence(nodes, _successors(plan), heavy)) if r)
