@@ -197,8 +197,9 @@ class GraphIndex:
                 if not is_differentiable(n):
                     continue
                 outs = list(n.outputs)
-                if n.op == "StackPush" and i == 1:
-                    outs = [p.outputs[0] for p in self.stack_pops.get(stack_of(n.inputs[0]), ())]
+                if n.op == "StackPush" and 1 <= i <= n.attrs["num_values"]:  # value i - 1 of the slot
+                    outs = [p.outputs[i - 1 if p.op == "StackPop" else 0]
+                            for p in self.stack_pops.get(stack_of(n.inputs[0]), ())]
                 for o in outs:
                     if o not in seen and differentiable_dtype(o):
                         seen.add(o)
@@ -216,7 +217,7 @@ class GraphIndex:
                 continue
             ins = list(n.inputs)
             if n.op in ("StackPop", "StackConcat"):
-                ins = [p.inputs[1] for p in self.stack_pushes.get(stack_of(n.inputs[0]), ())]
+                ins = [p.inputs[1 + t.index] for p in self.stack_pushes.get(stack_of(n.inputs[0]), ())]
             for i in ins:
                 if i not in seen and i in within:
                     seen.add(i)

@@ -4,7 +4,7 @@ from __future__ import annotations
 from graph import dtypes as _dt
 from graph import shapes as _sh
 from graph.control_flow.contexts import CondState
-from graph.control_flow.stack import stack_of
+from graph.control_flow.stack import pushed_values, stack_of
 from graph.core import Node, Tensor
 from graph.errors import GraphError
 from graph.ops._util import convert
@@ -111,7 +111,7 @@ def backprop_region(state, region, seeds: dict[Tensor, Tensor]):
 def _node_grad(state, n: Node, grads: Grads, var_grads: dict) -> None:
     if n.op == "StackPush":
         gs = state.gradient_stacks.get(stack_of(n.inputs[0]))
-        if gs is None or not state.is_active(n.inputs[1]):
+        if gs is None or not any(state.is_active(v) for v in pushed_values(n)):
             return
         out_grads = []
     else:
@@ -128,7 +128,7 @@ def _node_grad(state, n: Node, grads: Grads, var_grads: dict) -> None:
         built = f", built at {n.source}" if n.source else ""
         raise GraphError(f"gradients: no gradient is defined for op {n.op} (node {n.name}{built}); wrap the "
                          "value in graph.stop_gradient if no gradient should flow through it", n.source)
-    if len(out_grads) > 1:
+    if len(out_grads) > 1 and n.op != "StackPop":  # a pop saves only the gradients there are
         out_grads = [g if g is not None else state.zeros_like(t) for g, t in zip(out_grads, n.outputs, strict=True)]
     op = GradOp(n, state)
     in_grads = rule(op, *out_grads)

@@ -104,9 +104,9 @@ class LoopRows:
         rec = state.loops[-1]
         handle = state.new_stack("rows_of_" + value.node.name)
         if value.node.context is self.loop:
-            state.push(handle, value, self.loop, [rec.counter.body])
+            state.push(handle, [value], self.loop, [rec.counter.body])
         else:
-            state.push(handle, value, state.graph.context, [rec.index])
+            state.push(handle, [value], state.graph.context, [rec.index])
         self._stacks[value] = (handle, shape)
         return handle
 

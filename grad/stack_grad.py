@@ -2,7 +2,7 @@
 
 A popped value is a forward value seen from a gradient loop, so its gradient
 belongs to the value that was pushed. Both sides use the same slot keys:
-- StackPop's gradient is a StackPush: the popped value's gradient is saved, under
+- StackPop's gradient is a StackPush: the popped values' gradients are saved, under
   the pop's keys, on a gradient stack (one per forward stack);
 - StackPush's gradient is a StackPop: the pushed value receives what was saved
   under the push's keys, once every push of a gradient is done (the gradient
@@ -12,17 +12,18 @@ belongs to the value that was pushed. Both sides use the same slot keys:
 """
 from __future__ import annotations
 
-from graph.control_flow.stack import stack_of, stack_pop, stack_split
+from graph.control_flow.stack import pushed_values, stack_of, stack_pop, stack_split
 from grad.registry import register_gradient
 
 
 @register_gradient("StackPop")
-def _stack_pop_grad(op, g):
-    """StackPop's gradient is a StackPush onto the gradient stack."""
+def _stack_pop_grad(op, *grads):
+    """StackPop's gradient is a StackPush onto the gradient stack (of the values that have one)."""
     state = op.state
     gs = state.gradient_stack(stack_of(op.fwd_inputs[0]))
     keys = [op.inputs[k] for k in range(1, len(op.fwd_inputs))]
-    gs.pushes.append(state.push(gs.handle, g, state.graph.context, keys))
+    gs.positions = [j for j, g in enumerate(grads) if g is not None]
+    gs.pushes.append(state.push(gs.handle, [grads[j] for j in gs.positions], state.graph.context, keys))
     return [None] * len(op.fwd_inputs)
 
 
@@ -31,10 +32,14 @@ def _stack_push_grad(op):
     """StackPush's gradient is a StackPop from the gradient stack."""
     state = op.state
     gs = state.gradient_stacks[stack_of(op.fwd_inputs[0])]
-    keys = [op.inputs[k] for k in range(2, len(op.fwd_inputs))]
-    v = op.fwd_inputs[1]
-    g = stack_pop(gs.ready_handle(state), keys, v.dtype, v.shape, name="gradient_of_saved")
-    return [None, g] + [None] * len(keys)
+    values = pushed_values(op.node)
+    keys = [op.inputs[k] for k in range(1 + len(values), len(op.fwd_inputs))]
+    got = stack_pop(gs.ready_handle(state), keys, [values[j].dtype for j in gs.positions],
+                    [values[j].shape for j in gs.positions], name="gradient_of_saved")
+    out = [None] * len(op.fwd_inputs)
+    for j, g in zip(gs.positions, got, strict=True):
+        out[1 + j] = g
+    return out
 
 
 @register_gradient("StackConcat")
@@ -42,5 +47,6 @@ def _stack_concat_grad(op, g):
     """StackConcat's gradient is a StackSplit onto the gradient stack, under the keys it joined."""
     state = op.state
     gs = state.gradient_stack(stack_of(op.fwd_inputs[0]))
+    gs.positions = [0]
     gs.pushes.append(stack_split(gs.handle, g, op.inputs[0], name="gradient_of_joined"))
     return [None]

@@ -12,7 +12,8 @@ gets, through `resolve`:
   outside the gradient loop (never saved either);
 - for a value computed inside a loop being differentiated, a `StackPop` in the
   mirror of its context of what a `StackPush` saved in the forward loop, keyed
-  by the iteration indices of every enclosing differentiated loop;
+  by the iteration indices of every enclosing differentiated loop (all values
+  of one context share the push and the pop: one slot per iteration);
 - for a value of a cond branch outside any such loop, the value itself, captured
   into the mirror branch by a Switch (the gradient cond takes the same branch).
 """
@@ -26,7 +27,7 @@ import numpy as np
 from graph import dtypes as _dt
 from graph import shapes as _sh
 from graph.control_flow.contexts import WhileContext
-from graph.control_flow.stack import stack_new, stack_pop
+from graph.control_flow.stack import add_popped_value, add_pushed_value, pushed_values, stack_new, stack_pop
 from graph.core import Node, Tensor, get_opdef, route
 from graph.errors import GraphError
 from graph.ops._util import constant
@@ -56,6 +57,7 @@ class GradState:
         self._record_of: dict[WhileContext, LoopRecord] = {}
         self._counter_index: dict[Tensor, LoopRecord] = {}
         self._pops: dict[Tensor, Tensor] = {}
+        self._saves: dict = {}   # forward context -> (its StackPush, the StackPop in its mirror)
         self._invariant: dict[Node, bool] = {}
         self._clones: dict[Node, Node] = {}
         self._shapes: dict[Tensor, Tensor] = {}
@@ -208,14 +210,23 @@ class GradState:
         raise GraphError(f"gradients: internal error: {frame.describe()} is not being differentiated")
 
     def _popped(self, t: Tensor, ctx) -> Tensor:
+        """`t`, saved by the forward iteration and taken back by the backward one. Everything one
+        forward context saves goes in one slot: one push and one pop per iteration in all."""
         out = self._pops.get(t)
         if out is not None:
             return out
-        recs = self.records_upto(ctx.frame)
-        handle = self.new_stack(t.node.name)
-        self.push(handle, t, ctx, [r.counter.body for r in recs])
-        with self.graph._in_context(self._mirror(ctx)):
-            out = stack_pop(handle, [r.index for r in recs], t.dtype, t.shape, name="saved_" + _short(t))
+        batch = self._saves.get(ctx)
+        if batch is None:
+            recs = self.records_upto(ctx.frame)
+            handle = self.new_stack("saved in " + ctx.describe())
+            push = self.push(handle, [t], ctx, [r.counter.body for r in recs], name="save")
+            with self.graph._in_context(self._mirror(ctx)):
+                (out,) = stack_pop(handle, [r.index for r in recs], [t.dtype], [t.shape], name="saved")
+            self._saves[ctx] = (push, out.node)
+        else:
+            push, pop = batch
+            add_pushed_value(push, t)
+            out = add_popped_value(pop, t.dtype, t.shape)
         self._pops[t] = out
         return out
 
@@ -223,13 +234,14 @@ class GradState:
         with self.graph._in_context(self.top):
             return stack_new(name=what)
 
-    def push(self, handle: Tensor, value: Tensor, ctx, keys: list[Tensor]) -> Node:
-        """A StackPush of `value` in forward context `ctx`, which the loop counters wait for."""
+    def push(self, handle: Tensor, values: list[Tensor], ctx, keys: list[Tensor], name: str | None = None) -> Node:
+        """A StackPush of `values` in forward context `ctx`, which the loop counters wait for."""
         graph = self.graph
         with graph.name_scope(ctx.frame.frame_name + "/"):
-            ins = [route(ctx, handle), value] + [route(ctx, k) for k in keys]
-            node = graph.create_node("StackPush", ins, {"swap_memory": bool(ctx.frame.swap_memory)},
-                                     name="save_" + _short(value), context=ctx)
+            ins = [route(ctx, handle), *values] + [route(ctx, k) for k in keys]
+            node = graph.create_node("StackPush", ins, {"swap_memory": bool(ctx.frame.swap_memory),
+                                                        "num_values": len(values)},
+                                     name=name or "save_" + _short(values[0]), context=ctx)
         _saved.wait_in_iteration(node, self.top, self.deferred)
         return node
 
@@ -266,7 +278,7 @@ class GradState:
         """Whether values pushed inside `ctx` receive gradients from popped values (second order)."""
         for stack in self.gradient_stacks:
             for p in self.index.stack_pushes.get(stack, ()):
-                if is_within(p.context, ctx) and self.is_active(p.inputs[1]):
+                if is_within(p.context, ctx) and any(self.is_active(v) for v in pushed_values(p)):
                     return True
         return False
 
@@ -283,6 +295,7 @@ class GradientStack:
     def __init__(self, handle: Tensor):
         self.handle = handle
         self.pushes: list[Node] = []
+        self.positions: list[int] = []   # which of a forward slot's values have gradients saved
         self._ready: dict[int, Tensor] = {}
 
     def ready_handle(self, state: GradState) -> Tensor:

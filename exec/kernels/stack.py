@@ -24,12 +24,28 @@ class Stack:
             self.memory.free(token)
             raise RuntimeError(f"stack {self.name!r}: a value for iteration {_fmt(key)} was already saved")
 
-    def pop(self, key):
+    def push_many(self, key, values, swap: bool) -> None:
+        """Saves several values in one slot (what one context saves per iteration)."""
+        save = self.memory.save
+        tokens = [save(v, swap) for v in values]  # a list: a single value's token is a tuple
+        if self.slots.setdefault(key, tokens) is not tokens:
+            for t in tokens:
+                self.memory.free(t)
+            raise RuntimeError(f"stack {self.name!r}: values for iteration {_fmt(key)} were already saved")
+
+    def _take(self, key):
         token = self.slots.pop(key, None)
         if token is None:
             raise RuntimeError(f"stack {self.name!r}: no value was saved for iteration {_fmt(key)} "
                                f"({len(self.slots)} slots held)")
-        return self.memory.restore(token)
+        return token
+
+    def pop(self, key):
+        return self.memory.restore(self._take(key))
+
+    def pop_many(self, key) -> tuple:
+        restore = self.memory.restore
+        return tuple([restore(t) for t in self._take(key)])
 
     def concat(self, dtype, row_shape):
         """Every value, in key order, joined along axis 0; the stack is left empty."""
@@ -53,7 +69,8 @@ class Stack:
     def __del__(self):
         # values pushed but never popped (a run that fetched only part of a gradient)
         for token in self.slots.values():
-            self.memory.free(token)
+            for t in token if type(token) is list else (token,):
+                self.memory.free(t)
 
     def __repr__(self) -> str:
         return f"<Stack {self.name}: {len(self.slots)} slots>"
@@ -77,27 +94,40 @@ def _new(node, rt):
 
 @kernel("StackPush")
 def _push(node, rt):
-    swap = node.attrs["swap_memory"]
-    if len(node.inputs) == 3:
-        def push1(stack, value, key):
-            stack.push(int(key), value, swap)
-        return push1
+    swap, n = node.attrs["swap_memory"], node.attrs["num_values"]
+    one_key = len(node.inputs) == n + 2
+    if n == 1:
+        if one_key:
+            def push1(stack, value, key):
+                stack.push(int(key), value, swap)
+            return push1
 
-    def push(stack, value, *keys):
-        stack.push(tuple(map(int, keys)), value, swap)
-    return push
+        def push(stack, value, *keys):
+            stack.push(tuple(map(int, keys)), value, swap)
+        return push
+
+    def push_many(stack, *args):
+        keys = args[n:]
+        stack.push_many(int(keys[0]) if one_key else tuple(map(int, keys)), args[:n], swap)
+    return push_many
 
 
 @kernel("StackPop")
 def _pop(node, rt):
-    if len(node.inputs) == 2:
-        def pop1(stack, key):
-            return stack.pop(int(key))
-        return pop1
+    one_key = len(node.inputs) == 2
+    if len(node.outputs) == 1:
+        if one_key:
+            def pop1(stack, key):
+                return stack.pop(int(key))
+            return pop1
 
-    def pop(stack, *keys):
-        return stack.pop(tuple(map(int, keys)))
-    return pop
+        def pop(stack, *keys):
+            return stack.pop(tuple(map(int, keys)))
+        return pop
+
+    def pop_many(stack, *keys):
+        return stack.pop_many(int(keys[0]) if one_key else tuple(map(int, keys)))
+    return pop_many
 
 
 @kernel("StackConcat")

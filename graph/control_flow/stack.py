@@ -6,10 +6,12 @@ first). Keys, not push order, decide which value a pop gets, so iterations
 running concurrently (`parallel_iterations` > 1) may push and pop in any order.
 
 - StackNew()[name] -> handle
-- StackPush(handle, value, *keys)[swap_memory]: saves `value` in slot `keys`
-  (no outputs: other nodes wait for it through control edges).
-- StackPop(handle, *keys)[dtype, shape] -> value: takes the value out of slot
-  `keys`, freeing it.
+- StackPush(handle, *values, *keys)[swap_memory, num_values]: saves `values` in
+  slot `keys` (no outputs: other nodes wait for it through control edges).
+- StackPop(handle, *keys)[dtypes, shapes] -> values: takes the values out of slot
+  `keys`, freeing them.
+A gradient saves everything one forward context saves per iteration as one slot
+(one push and one pop per iteration, whatever the number of values).
 - StackConcat(handle)[dtype, shape] -> value: takes every value out, in key
   order, joined along their first axis (values with `shape[1:]`; none: zero rows).
   What a gradient loop sums over iterations row by row is computed from these
@@ -41,7 +43,7 @@ def _new_infer(inputs, attrs):
 def _push_infer(inputs, attrs):
     if inputs[0].dtype is not _dt.variant:
         raise TypeError("StackPush needs a stack handle as its first input")
-    _check_keys(inputs[2:])
+    _check_keys(inputs[1 + attrs["num_values"]:])
     return []
 
 
@@ -49,7 +51,37 @@ def _pop_infer(inputs, attrs):
     if inputs[0].dtype is not _dt.variant:
         raise TypeError("StackPop needs a stack handle as its first input")
     _check_keys(inputs[1:])
-    return [(attrs["dtype"], attrs["shape"])]
+    return list(zip(attrs["dtypes"], attrs["shapes"], strict=True))
+
+
+def pushed_values(push) -> list[Tensor]:
+    """The values a StackPush node saves."""
+    return push.inputs[1:1 + push.attrs["num_values"]]
+
+
+def push_keys(push) -> list[Tensor]:
+    return push.inputs[1 + push.attrs["num_values"]:]
+
+
+def add_pushed_value(push, value: Tensor) -> int:
+    """Makes StackPush node `push` save `value` too (a gradient saving one more value of the same
+    context); returns its position in the slot."""
+    k = push.attrs["num_values"]
+    push.inputs.insert(1 + k, value)
+    push.attrs["num_values"] = k + 1
+    push.graph._version += 1
+    return k
+
+
+def add_popped_value(pop, dtype, shape) -> Tensor:
+    """One more output of StackPop node `pop`, for the value added to its pushes."""
+    dtype = dtype if dtype is _dt.variant else np.dtype(dtype)
+    pop.attrs["dtypes"] = (*pop.attrs["dtypes"], dtype)
+    pop.attrs["shapes"] = (*pop.attrs["shapes"], _sh.as_shape(shape))
+    out = Tensor(pop, len(pop.outputs), dtype, _sh.as_shape(shape))
+    pop.outputs = (*pop.outputs, out)
+    pop.graph._version += 1
+    return out
 
 
 def _concat_infer(inputs, attrs):
@@ -79,17 +111,18 @@ def stack_new(name: str = "stack") -> Tensor:
     return make_op("StackNew", [], {"name": name}, name="StackNew").outputs[0]
 
 
-def stack_push(handle: Tensor, value: Tensor, keys, swap_memory: bool = False, name: str | None = None):
-    """Saves `value` under `keys`; returns the push node (to order other nodes after it)."""
-    return make_op("StackPush", [handle, value, *keys], {"swap_memory": bool(swap_memory)},
-                   name=name or "StackPush")
+def stack_push(handle: Tensor, values, keys, swap_memory: bool = False, name: str | None = None):
+    """Saves `values` (a list) under `keys`; returns the push node (to order other nodes after it)."""
+    return make_op("StackPush", [handle, *values, *keys], {"swap_memory": bool(swap_memory),
+                                                          "num_values": len(values)}, name=name or "StackPush")
 
 
-def stack_pop(handle: Tensor, keys, dtype, shape, name: str | None = None) -> Tensor:
-    """The value saved under `keys` (which is removed from the stack)."""
-    dtype = dtype if dtype is _dt.variant else np.dtype(dtype)
-    return make_op("StackPop", [handle, *keys], {"dtype": dtype, "shape": _sh.as_shape(shape)},
-                   name=name or "StackPop").outputs[0]
+def stack_pop(handle: Tensor, keys, dtypes, shapes, name: str | None = None) -> list[Tensor]:
+    """The values saved under `keys` (which are removed from the stack)."""
+    dtypes = tuple(d if d is _dt.variant else np.dtype(d) for d in dtypes)
+    shapes = tuple(_sh.as_shape(s) for s in shapes)
+    return list(make_op("StackPop", [handle, *keys], {"dtypes": dtypes, "shapes": shapes},
+                        name=name or "StackPop").outputs)
 
 
 def stack_concat(handle: Tensor, dtype, row_shape, name: str | None = None) -> Tensor:

@@ -6,6 +6,7 @@ import graph
 import grad
 from exec import Session
 from exec.memory import memory_manager
+from graph.control_flow.stack import stack_of
 
 
 def _peak(build, n):
@@ -108,3 +109,35 @@ def test_loop_invariant_values_feed_second_order_gradients():
     a, b, c, d = Session(g).run([gw, hw, gu, hu2], {w: w0})
     np.testing.assert_allclose(a, c, rtol=1e-12)
     np.testing.assert_allclose(b, d, rtol=1e-10)
+
+
+def test_one_push_and_one_pop_per_iteration_whatever_the_number_of_saved_values():
+    g = graph.Graph()
+    with g.as_default():
+        w = graph.placeholder(np.float64, (), name="w")
+        x0 = graph.constant(np.linspace(0.0, 1.0, 10))
+
+        def body(i, x):
+            for _ in range(4):
+                x = graph.sin(x) * w  # saves x and sin(x), four times
+            return i + 1, x
+        _, x = graph.while_loop(lambda i, x: i < 7, body, (graph.constant(0), x0))
+        (gw,) = grad.gradients(graph.reduce_sum(x), [w])
+        (hw,) = grad.gradients(gw, [w])  # the gradient loop's own saves are batched too
+    by_stack = {}
+    for n in g.nodes:
+        if n.op in ("StackPush", "StackPop"):
+            by_stack.setdefault(stack_of(n.inputs[0]), []).append(n)
+    # each stack: one push in one loop and one pop in its gradient loop. The first computation saves 8
+    # values per iteration in one slot; the second saves 8 in the forward loop, 21 in the first gradient
+    # loop, and the 8 gradients of the first computation's saved values
+    assert all(sorted(n.op for n in ns) == ["StackPop", "StackPush"] for ns in by_stack.values())
+    assert sorted(n.attrs["num_values"] for ns in by_stack.values() for n in ns if n.op == "StackPush") \
+        == [8, 8, 8, 21]
+    sess = Session(g)
+    mem = memory_manager(sess.runtime)
+    a, b = sess.run([gw, hw], {w: 0.9})
+    assert mem.bytes_in_use == 0
+    eps = 1e-6  # the second derivative against central differences of the first
+    ga, gb = sess.run(gw, {w: 0.9 + eps}), sess.run(gw, {w: 0.9 - eps})
+    assert b == pytest.approx((ga - gb) / (2 * eps), rel=1e-6)
