@@ -117,11 +117,10 @@ class LoopRows:
             handle, shape = self._stacks[value]
             graph = self.state.graph
             where = graph.context
-            waits = [_saved.counter_for(self.loop).exit.node]
-            backward = self.state.mirror[self.loop]
-            counter = _saved.existing_counter(backward)
-            if counter is not None:  # it waits for the gradient loop's saves
-                waits.append(counter.exit.node)
+            if value.node.context is self.loop:  # forward rows: joined while the gradient loop runs
+                waits = [_saved.counter_for(self.loop).exit.node]
+            else:
+                waits = [_saved.counter_for(self.state.mirror[self.loop]).exit.node]
             handle = route(where, handle) if where is not None else handle
             # raw: the forward loop's counter may sit in the other branch of a cond on the same predicate
             gate = graph.create_node("Identity", [handle], name="rows_saved", control_inputs=waits,
