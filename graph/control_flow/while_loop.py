@@ -151,9 +151,14 @@ def _build(graph, cond, body, structure, flat, shapes, labels, counted, max_iter
             _check_dtypes(flat, out_flat, labels, source)
             last = graph.last_effect(ctx)
             if ctx.has_effects and last is not None:
-                # the next iteration starts after this one's effects: program order
+                # The next iteration starts after this one's effects (program order). Every node of an
+                # iteration runs after its LoopCond (through its Switches or the pivots), and its
+                # condition's effects after its first Merge: holding back the variables these read holds
+                # back the whole iteration; the others may go ahead.
+                gated = _condition_inputs(ctx) | {0}
                 out_flat = [graph.create_node("Identity", [t], name="after_effects",
-                                              control_inputs=[last]).outputs[0] for t in out_flat]
+                                              control_inputs=[last]).outputs[0] if k in gated else t
+                            for k, t in enumerate(out_flat)]
             for m, t in zip(ctx.merges, out_flat, strict=True):
                 nxt = graph.create_node("NextIteration", [t], name="NextIteration")
                 ctx.next_iterations.append(nxt)
@@ -164,6 +169,23 @@ def _build(graph, cond, body, structure, flat, shapes, labels, counted, max_iter
                 outer.has_effects = True
     body_shapes = [t.shape for t in out_flat]
     return ctx, [e.outputs[0] for e in ctx.exits], body_shapes
+
+
+def _condition_inputs(ctx: WhileContext) -> set[int]:
+    """The loop variables (indices) that the loop's condition reads."""
+    merges = {id(m): k for k, m in enumerate(ctx.merges)}
+    out, seen, todo = set(), set(), [ctx.loop_cond]
+    while todo:
+        n = todo.pop()
+        if id(n) in seen:
+            continue
+        seen.add(id(n))
+        if id(n) in merges:
+            out.add(merges[id(n)])
+        elif _within(n.context, ctx):  # conds and loops in the condition included
+            todo.extend(t.node for t in n.inputs)
+            todo.extend(n.control_inputs)
+    return out
 
 
 def _as_predicate(pred, source) -> Tensor:

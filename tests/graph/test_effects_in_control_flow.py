@@ -93,3 +93,39 @@ def test_a_branch_may_return_ops():
             G.cond(p, lambda: v.read(), lambda: G.no_op())
         with pytest.raises(G.GraphError, match=r"output \[1\] of the cond has no value .* in the true branch"):
             G.cond(p, lambda: (v.read(), None), lambda: (v.read(), v.read()))
+
+
+def test_only_the_variables_a_loop_condition_reads_wait_for_the_iterations_effects():
+    """Every node of an iteration runs after its LoopCond, so holding back the condition's variables
+    (and the first, whose Merge gates the condition's own effects) keeps program order."""
+    g = G.Graph()
+    with g.as_default():
+        v = G.Variable(np.int64(0), name="v")
+
+        def cond(x, y, z):
+            return v.read() < 10  # reads v, which the previous iteration assigned
+
+        def body(x, y, z):
+            v.assign(v.read() + 1)
+            return x * 2, y + v.read(), z + 1
+        x, y, z = G.while_loop(cond, body, (G.constant(np.int64(1)),) * 3)
+        after = v.read()
+    assert sum(n.name.rsplit("/", 1)[-1].startswith("after_effects") for n in g.nodes) == 1
+    assert Session(g).run([x, y, z, after]) == [2 ** 10, 1 + sum(range(1, 11)), 11, 10]
+
+    g = G.Graph()
+    with g.as_default():
+        out = io.StringIO()
+        w = G.Variable(np.int64(0), name="w")
+
+        def body(i, s, t, u):
+            G.print_("i", i, "w", w.read())
+            w.assign(w.read() + i)
+            return i + 1, s + w.read(), t * 2, u - 1
+        # the condition reads i and s through a cond (a lazy `and`): both wait, t and u go ahead
+        res = G.while_loop(lambda i, s, t, u: G.cond(i < 4, lambda: s < 100, lambda: G.constant(False)), body,
+                           tuple(G.constant(np.int64(c)) for c in (0, 0, 1, 0)))
+    assert sum(n.name.rsplit("/", 1)[-1].startswith("after_effects") for n in g.nodes) == 2
+    with contextlib.redirect_stdout(out):
+        assert Session(g).run(list(res)) == [4, 0 + 1 + 3 + 6, 16, -4]
+    assert out.getvalue().split() == "i 0 w 0 i 1 w 0 i 2 w 1 i 3 w 3".split()
