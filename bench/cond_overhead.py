@@ -6,6 +6,8 @@ Graphs (float32 scalar x fed, bool p fed, inter_op_threads=0):
               run with p=False (the K-node branch is untaken) and p=True (it runs)
   loop        a while loop of N iterations whose body is `x = cond(p, K ops, x + 1)`, against the
               same loop with the body `x = x + 1` (per-iteration cost of the untaken branch)
+  "dead"      the same, with exec.branches.SKIP_UNTAKEN off: the untaken branch's nodes run dead
+              one by one (the executor before branch skipping)
 Reported: µs per run (median of repeats), the extra µs over the baseline, µs per branch node of
 that extra, and the ratio to the baseline. An untaken branch that costs O(1) shows the same extra
 for every K; dead-token propagation through the branch costs about a microsecond per node.
@@ -30,6 +32,11 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import graph as G  # noqa: E402
 from exec import Session, load  # noqa: E402
 
+try:
+    from exec import branches as _branches
+except ImportError:  # an executor without branch skipping
+    _branches = None
+
 BRANCH_SIZES = (10, 100, 400)
 LOOP_BRANCH, LOOP_N = 100, 200
 
@@ -40,7 +47,7 @@ def _chain(x, k):
     return x
 
 
-def build(variant, k):
+def build(variant, k, skip=True):
     g = G.Graph()
     with g.as_default():
         x = G.placeholder(np.float32, [], name="x")
@@ -58,7 +65,14 @@ def build(variant, k):
                 return G.add(i, 1), v
             _, y = G.while_loop(lambda i, v: G.less(i, LOOP_N), body, (G.constant(0), x))
     sess = Session(g, inter_op_threads=0)
-    return lambda pv: sess.run(y, {x: np.float32(1), p: pv})
+    run = lambda pv: sess.run(y, {x: np.float32(1), p: pv})  # noqa: E731
+    if _branches is not None:
+        saved, _branches.SKIP_UNTAKEN = _branches.SKIP_UNTAKEN, skip
+        try:
+            run(False)  # builds the plan, which keeps the choice
+        finally:
+            _branches.SKIP_UNTAKEN = saved
+    return run
 
 
 def timed(cases, reps):
@@ -90,13 +104,19 @@ def main():
         run = build("cond", k)
         cases += [(run, False, inner), (run, True, inner)]
         labels += [("cond untaken", k), ("cond taken", k)]
+        if _branches is not None:
+            cases.append((build("cond", k, skip=False), False, inner))
+            labels.append(("cond untaken dead", k))
     cases += [(build("loop_plain", 0), False, loop_inner), (build("loop_cond", LOOP_BRANCH), False, loop_inner)]
     labels += [("loop plain", 0), ("loop cond untaken", LOOP_BRANCH)]
+    if _branches is not None:
+        cases.append((build("loop_cond", LOOP_BRANCH, skip=False), False, loop_inner))
+        labels.append(("loop cond untaken dead", LOOP_BRANCH))
     us = timed(cases, reps)
     rows = []
     for (name, k), t in zip(labels, us):
         loop = name.startswith("loop")
-        base = us[-2] if loop else us[0]
+        base = us[labels.index(("loop plain", 0))] if loop else us[0]
         per = k * LOOP_N if loop else k
         rows.append({"variant": name, "branch_nodes": k, "us": t, "extra_us": t - base,
                      "us_per_branch_node": (t - base) / per if per else None, "ratio_vs_baseline": t / base})
@@ -104,12 +124,12 @@ def main():
     print(f"cond_overhead: median of {reps} x {inner} runs (loops: {loop_inner}; {LOOP_N} iterations), "
           f"{platform.processor() or platform.machine()}, {os.cpu_count()} cpus, numpy {np.__version__}, "
           f"other processes used {other if other is not None else float('nan'):.2f} cores")
-    hdr = f"{'variant':<20}{'branch nodes':>13}{'us/run':>10}{'extra us':>10}{'us/br.node':>11}{'vs base':>9}"
+    hdr = f"{'variant':<22}{'branch nodes':>13}{'us/run':>10}{'extra us':>10}{'us/br.node':>11}{'vs base':>9}"
     print(hdr)
     print("-" * len(hdr))
     for r in rows:
         per = r["us_per_branch_node"]
-        print(f"{r['variant']:<20}{r['branch_nodes']:>13}{r['us']:>10.1f}{r['extra_us']:>10.1f}"
+        print(f"{r['variant']:<22}{r['branch_nodes']:>13}{r['us']:>10.1f}{r['extra_us']:>10.1f}"
               f"{per if per is not None else float('nan'):>11.3f}{r['ratio_vs_baseline']:>9.2f}")
     print("(loop rows: against the loop without the cond; extra per branch node is per iteration)")
     print("BENCH_JSON: " + json.dumps({"bench": "cond_overhead", "repeats": reps, "runs": inner,

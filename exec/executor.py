@@ -165,6 +165,20 @@ def _execute(plan: Plan, feed_values: list, pool: _Pool | None, inline_recurrenc
 
     def deliver1(dst, slot, mode, out, dead, it) -> int:
         """Hands (out, dead) to input `slot` of `dst` in iteration `it`; returns items queued."""
+        if mode >= TO_GUARDED:  # into a skippable branch, or a predicate deciding one (exec/branches.py)
+            held = guards.get(dst)
+            if held is not None and it.skipped is not None and not it.skipped.isdisjoint(held):
+                return 0  # its node is in a branch skipped in this iteration
+            if mode == TO_PRED:  # the predicate's value decides now which branches are skipped
+                b0, b1 = cond_switches[dst][:2]
+                if dead:
+                    skip(b0, it)
+                    skip(b1, it)
+                else:
+                    skip(b0 if out else b1, it)
+                if slot < 0 or held is not None and it.skipped is not None and not it.skipped.isdisjoint(held):
+                    return 0  # an entry that only decides, or a Switch that only feeds the branch skipped now
+            mode = PENDING
         if mode == DIRECT:
             append((dst, it, (out,), dead))
             return 1
@@ -203,56 +217,19 @@ def _execute(plan: Plan, feed_values: list, pool: _Pool | None, inline_recurrenc
                     append((dst, it, (None, -1), True))
                     queued = 1
             return queued
-        if mode == TO_GUARDED:
-            skipped = it.skipped
-            if skipped is not None and not skipped.isdisjoint(guards[dst]):
-                return 0  # its node is in a branch skipped in this iteration
-            return deliver1(dst, slot, PENDING, out, dead, it)
-        if mode == TO_PRED:  # the predicate's value decides now which branches are skipped
-            held = guards.get(dst)
-            if held is not None and it.skipped is not None and not it.skipped.isdisjoint(held):
-                return 0  # a Switch that only feeds a skipped branch
-            b0, b1 = cond_switches[dst][:2]
-            queued = skip(b0, it) + skip(b1, it) if dead else skip(b0 if out else b1, it)
-            if slot < 0:
-                return queued  # an entry that only decides
-            if held is not None and it.skipped is not None and not it.skipped.isdisjoint(held):
-                return queued  # (the same, skipped just now)
-            return queued + deliver1(dst, slot, PENDING, out, dead, it)
         results[dst] = (out, dead)  # TO_FETCH
         return 0
 
-    def cond_switch(i, it, args, dead) -> int:
-        """A Switch whose untaken side is skipped; both sides when its predicate is dead, since then
-        so is every Switch on it. Returns the items queued."""
-        b0, b1, dead0, dead1 = cond_switches[i]  # dead_p: port p's consumers outside its branch
-        c0, c1, cc = cons[i]
-        pred = args[1]  # None only when dead: a live predicate is a bool array
-        if pred is None:
-            queued = skip(b0, it) + skip(b1, it)
-            sides = ((dead0, None, True), (dead1, None, True))
-        elif pred:
-            queued = skip(b0, it)
-            sides = ((dead0, None, True), (dead_cons[i][1], None, True) if dead else (c1, args[0], False))
-        else:
-            queued = skip(b1, it)
-            sides = ((dead1, None, True), (dead_cons[i][0], None, True) if dead else (c0, args[0], False))
-        for entries, out, d in sides:
-            for dst, slot, mode in entries:
-                queued += deliver1(dst, slot, mode, out, d, it)
-        for dst, slot, mode in cc:
-            queued += deliver1(dst, slot, mode, None, dead, it)
-        return queued
-
-    def skip(b, it) -> int:
-        """Skips branch `b` (if any: b >= 0) in iteration `it`, once; returns the items queued."""
+    def skip(b, it) -> None:
+        """Skips branch `b` (if any: b >= 0) in iteration `it`, once. What it queues counts as
+        outstanding in `it` at once, so that callers need not carry it."""
         if b < 0:
-            return 0
+            return
         skipped = it.skipped
         if skipped is None:
             skipped = it.skipped = set()
         elif b in skipped:
-            return 0
+            return
         skipped.add(b)
         branch = branches[b]
         pend = it.pending
@@ -264,7 +241,7 @@ def _execute(plan: Plan, feed_values: list, pool: _Pool | None, inline_recurrenc
         for dst, slot, mode, others in branch.shared:
             if skipped.isdisjoint(others):
                 queued += deliver1(dst, slot, mode, None, True, it)
-        return queued
+        it.outstanding += queued
 
     def push(entries, out, dead, it) -> None:
         """Delivers a single-output node's value into iteration `it` (maybe another one)."""
@@ -387,12 +364,14 @@ def _execute(plan: Plan, feed_values: list, pool: _Pool | None, inline_recurrenc
                 except Exception as e:
                     error = (i, it, e)
                     break
-            # the two common delivery modes inlined: this is the executor's hot path
+            # the two common delivery modes inlined: this is the executor's hot path (and an input of a
+            # skippable branch, dropped when it is skipped in this iteration: exec/branches.py)
             for dst, slot, mode in cons[i]:
                 if mode == DIRECT:
                     append((dst, it, (out,), dead))
                     queued += 1
-                elif mode == PENDING:
+                elif mode == PENDING or mode == TO_GUARDED and (
+                        it.skipped is None or it.skipped.isdisjoint(guards[dst])):
                     pend = it.pending
                     st = pend.get(dst)
                     if st is None:
@@ -407,11 +386,30 @@ def _execute(plan: Plan, feed_values: list, pool: _Pool | None, inline_recurrenc
                         del pend[dst]
                         append((dst, it, st[2:2 + ndata[dst]], st[1]))
                         queued += 1
-                else:
+                elif mode != TO_GUARDED:
                     queued += deliver1(dst, slot, mode, out, dead, it)
-        elif k == SWITCH or k == LOOP_MERGE or k == MERGE or k == MULTI:
+        elif k == SWITCH or k == LOOP_MERGE or k == MERGE or k == MULTI or k == COND_SWITCH:
             c0, c1, cc = cons[i]  # consumers of port 0, port 1, control
-            if k == SWITCH:
+            if k == COND_SWITCH:  # skips its untaken side; both when the predicate is dead (then so is
+                # every Switch on it); usually the predicate's arrival did already (exec/branches.py)
+                b0, b1, dead0, dead1 = cond_switches[i]  # dead_p: port p's dead consumers outside its branch
+                pred = args[1]  # None only when dead: a live predicate is a bool array
+                skipped = it.skipped
+                if pred is None:
+                    skip(b0, it)
+                    skip(b1, it)
+                    groups = ((dead0, None, True), (dead1, None, True), (cc, None, True))
+                elif pred:
+                    if b0 >= 0 and (skipped is None or b0 not in skipped):
+                        skip(b0, it)
+                    groups = ((dead0, None, True), (dead_cons[i][1], None, True) if dead else (c1, args[0], False),
+                              (cc, None, dead))
+                else:
+                    if b1 >= 0 and (skipped is None or b1 not in skipped):
+                        skip(b1, it)
+                    groups = ((dead1, None, True), (dead_cons[i][0], None, True) if dead else (c0, args[0], False),
+                              (cc, None, dead))
+            elif k == SWITCH:
                 d0, d1 = dead_cons[i]  # the ports' consumers but Exits: a dead Exit does nothing
                 if dead:
                     groups = ((d0, None, True), (d1, None, True), (cc, None, True))
@@ -444,7 +442,8 @@ def _execute(plan: Plan, feed_values: list, pool: _Pool | None, inline_recurrenc
                     if mode == DIRECT:
                         append((dst, it, (out,), d))
                         queued += 1
-                    elif mode == PENDING:
+                    elif mode == PENDING or mode == TO_GUARDED and (
+                            it.skipped is None or it.skipped.isdisjoint(guards[dst])):
                         pend = it.pending
                         st = pend.get(dst)
                         if st is None:
@@ -459,10 +458,8 @@ def _execute(plan: Plan, feed_values: list, pool: _Pool | None, inline_recurrenc
                             del pend[dst]
                             append((dst, it, st[2:2 + ndata[dst]], st[1]))
                             queued += 1
-                    else:
+                    elif mode != TO_GUARDED:
                         queued += deliver1(dst, slot, mode, out, d, it)
-        elif k == COND_SWITCH:
-            queued = cond_switch(i, it, args, dead)
         elif k == ENTER:
             enter(i, it, args[0], dead)
         elif k == EXIT:
@@ -495,6 +492,7 @@ def _execute(plan: Plan, feed_values: list, pool: _Pool | None, inline_recurrenc
         it.outstanding = o
         if not o and it.frame is not root_frame:
             maybe_finish(it)
+    skip = None  # deliver1 and skip call each other: a reference cycle that would outlive the run
     if error is not None:
         # let in-flight pool work drain so no thread touches this run afterwards
         while inflight:
