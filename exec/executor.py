@@ -388,6 +388,9 @@ def _execute(plan: Plan, feed_values: list, pool: _Pool | None, inline_recurrenc
                         queued += 1
                 elif mode != TO_GUARDED:
                     queued += deliver1(dst, slot, mode, out, dead, it)
+            # no stale reference here may stop the next write of a Variable whose value this was (or
+            # was a control input of a write) from updating it in place (exec/kernels/state.py)
+            out = st = None
         elif k == SWITCH or k == LOOP_MERGE or k == MERGE or k == MULTI or k == COND_SWITCH:
             c0, c1, cc = cons[i]  # consumers of port 0, port 1, control
             if k == COND_SWITCH:  # skips its untaken side; both when the predicate is dead (then so is

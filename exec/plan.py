@@ -120,7 +120,9 @@ def build_plan(graph, fetches: list[Tensor], targets: list[Node], feeds: list[Te
             if n.frame is not None:
                 raise ValueError(f"node {n.name} inside a loop frame has no inputs and could never run")
             plan.sources.append(i)
-        if kind[i] not in (MERGE, LOOP_MERGE) and nin[i] > 1:
+        # pending-input templates; a node whose one input is a control edge gets one too, so that
+        # it is called without arguments, as DIRECT would hand it the control value
+        if kind[i] not in (MERGE, LOOP_MERGE) and (nin[i] > 1 or nin[i] == 1 and nd == 0):
             tmpl[i] = [nin[i], False] + [None] * nin[i]
         if k == ENTER:
             name = n.attrs["frame_name"]
@@ -223,7 +225,7 @@ def _add_edge(plan: Plan, src: int, port: int, dst: int, slot: int) -> None:
         mode = TO_MERGE
     elif kd == LOOP_MERGE:
         mode = TO_LOOP_MERGE
-    elif plan.nin[dst] == 1:
+    elif plan.nin[dst] == 1 and plan.ndata[dst] == 1:
         mode = DIRECT
     else:
         mode = PENDING

@@ -225,3 +225,19 @@ def test_fetching_or_feeding_a_tensor_of_another_graph_is_an_error():
     with pytest.raises(ValueError, match="cannot feed 'Add'.*another graph"):
         Session(g2).run(c, {a: 1.0})
     assert Session(g2).run(c, {b: 1.5}) == 3.0
+
+
+def test_nodes_whose_only_input_is_a_control_edge():
+    g = G.Graph()
+    v = G.Variable(np.float32(2.0))
+    with g.as_default():
+        x = G.placeholder(np.float32, [], name="x")
+        first = v.assign(x)
+        with G.control_dependencies([first]):
+            c = G.constant(np.float32(3.0))  # no data inputs, one control input
+            r = v.read()
+            u = G.random_uniform([], seed=1)
+        total = G.add(G.add(c, r), G.mul(u, 0.0))
+    assert Session(g).run(total, {x: np.float32(5.0)}) == np.float32(8.0)
+    v.reset()
+    assert run_reference([total], {x: np.float32(5.0)})[0] == np.float32(8.0)

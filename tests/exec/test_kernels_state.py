@@ -42,3 +42,64 @@ def test_a_run_time_shape_mismatch_names_the_variable():
         assign = _kernel(v.assign(G.placeholder(np.float64, [None])))
     with pytest.raises(ValueError, match="Variable 'bias"):
         assign(np.zeros(4))
+
+
+def _address(v) -> int:
+    return v.value.__array_interface__["data"][0]  # holds no reference to the array afterwards
+
+
+def _writes(v):
+    """Session-running writers of every kind, each returning what it fetched."""
+    g = G.Graph()
+    with g.as_default():
+        i = G.placeholder(np.int64, [], name="i")
+        ops = [v.assign_at(i % 4, G.constant(np.float32(7))), v.assign_add(np.float32(1)),
+               v.assign_sub(np.float32(0.5)), v.assign(G.fill([4], np.float32(3)))]
+    from exec import Session
+    sess = Session(g)
+    return [lambda k, op=op: sess.run(op.node, {i: k}) for op in ops]
+
+
+def test_writes_update_the_array_in_place_when_only_the_variable_holds_it():
+    v = G.Variable(np.zeros(4, np.float32))
+    writes = _writes(v)
+    writes[0](0)  # the first write copies: the initial value is kept for reset()
+    address = _address(v)
+    for k, write in enumerate(writes * 2):
+        write(k)
+        assert _address(v) == address
+    assert not v.value.flags.writeable
+    np.testing.assert_array_equal(v.initial_value, np.zeros(4))
+    v.reset()
+    np.testing.assert_array_equal(v.value, np.zeros(4))
+
+
+@pytest.mark.parametrize("kind", range(4))
+def test_a_held_value_never_changes(kind):
+    v = G.Variable(np.arange(4, dtype=np.float32))
+    writes = _writes(v)
+    writes[1](0)  # now v owns a private array
+    held, view, exported = v.value, v.value[1:], memoryview(v.value)
+    before = held.copy()
+    writes[kind](1)
+    np.testing.assert_array_equal(held, before)
+    np.testing.assert_array_equal(view, before[1:])
+    np.testing.assert_array_equal(np.asarray(exported), before)
+    assert v.value is not held
+
+
+def test_a_read_consumed_after_a_later_write_sees_the_value_before_it():
+    v = G.Variable(np.arange(4.0))
+    g = G.Graph()
+    with g.as_default():
+        v.assign_add(1.0)  # v owns a private array from the first run on
+        r = v.read()
+        with G.control_dependencies([r]):
+            w = v.assign_at(0, 100.0)
+        with G.control_dependencies([w]):
+            late = G.add(r, 0.0)  # reads `r` after the write ran
+    from exec import Session
+    sess = Session(g)
+    for _ in range(3):
+        got_late, got_w = sess.run([late, w])
+        assert got_late[0] != 100.0 and got_w[0] == 100.0
