@@ -157,6 +157,7 @@ def build_plan(graph, fetches: list[Tensor], targets: list[Node], feeds: list[Te
     plan.branches, plan.cond_switches, plan.guards = skipping.branches, skipping.switches, skipping.guards
     for i in plan.cond_switches:
         kind[i] = COND_SWITCH
+    _bind_constants(plan)
     if ASYNC in kind:  # where the loops' critical recurrences run is decided per run (exec/recurrence.py)
         heavy = [k == ASYNC for k in kind]
         plan.recurrence = frozenset(i for i, r in enumerate(on_main_recurrence(nodes, _successors(plan), heavy)) if r)
@@ -196,6 +197,31 @@ def _forwarded_identities(nodes: list[Node], fetches, fed) -> set:
     """
     keep = {t.node for t in fetches} | set(fed) | {c for m in nodes for c in m.control_inputs}
     return {n for n in nodes if n.op in _PURE_IDENTITIES and not n.control_inputs and n not in keep}
+
+
+def _bind_constants(plan: Plan) -> None:
+    """Writes each top-level constant into the pending-input templates of the consumers that wait
+    for other inputs too: it is then there from the start of every run instead of being scheduled
+    and delivered each time (a small training step holds dozens of constants, as many queue items
+    as its real work). A constant stays a source for its other consumers."""
+    pending = (PENDING, TO_GUARDED)
+    kept = []
+    for i in plan.sources:
+        if plan.nodes[i].op != "Const":
+            kept.append(i)
+            continue
+        value, rest = plan.fn[i](), []
+        for dst, slot, mode in plan.cons[i]:
+            t = plan.tmpl[dst]
+            if mode in pending and t is not None and t[0] > 1 and t[slot] is None:
+                t[slot] = value
+                t[0] -= 1
+            else:
+                rest.append((dst, slot, mode))
+        plan.cons[i][:] = rest
+        if rest:
+            kept.append(i)
+    plan.sources[:] = kept
 
 
 def _split_invariant_edges(plan: Plan) -> None:

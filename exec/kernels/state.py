@@ -56,17 +56,19 @@ def _update_in_place(var, write) -> np.ndarray | None:
     """Applies `write` to the Variable's array in place and returns it, when the Variable alone
     holds the array (views and exported buffers reference it too); else None, changing nothing."""
     cur, refs = _references(var)
-    if refs != _SOLE or cur.base is not None or not cur.ndim:
+    if refs != _SOLE or cur.base is not None:
         return None
     cur.flags.writeable = True
     try:
         write(cur)
     finally:
         cur.flags.writeable = False
-    return cur
+    return _out(cur)
 
 
 def _broadcasts_to(shape, target) -> bool:
+    if shape == target or not shape:
+        return True
     try:
         return np.broadcast_shapes(shape, target) == target
     except ValueError:
