@@ -41,6 +41,7 @@ class Session:
         self.runtime = Runtime(out=out)
         self.inter_op_threads = inter_op_threads
         self._plans: dict[tuple, Plan] = {}
+        self._runners: dict[tuple, _Runner] = {}
 
     # -- running ---------------------------------------------------------------------------
     def run(self, fetches, feed_dict: dict | None = None):
@@ -49,27 +50,27 @@ class Session:
         A fetched Variable gives its value after the run.
         """
         flat = nest.flatten(fetches)
-        tensors, targets, kinds = [], [], []
-        for f in flat:
-            if isinstance(f, Tensor):
-                kinds.append(("t", len(tensors)))
-                tensors.append(f)
-            elif isinstance(f, Node):
-                kinds.append(("n", None))
-                targets.append(f)
-            elif getattr(f, "is_variable", False):
-                kinds.append(("v", f))
-            elif f is None:
-                kinds.append(("none", None))
-            else:
-                raise TypeError(f"cannot fetch {type(f).__name__} {f!r}: fetch graph tensors, nodes or Variables")
-        feeds, values = [], []
-        for t, v in (feed_dict or {}).items():
-            t = _as_feed_key(t)
-            feeds.append(t)
-            values.append(_check_feed(t, v))
-        key = (tuple(id(t) for t in tensors), tuple(id(n) for n in targets), tuple(id(t) for t in feeds),
-               self.graph._version)
+        feed_dict = feed_dict or {}
+        # the same fetches and fed tensors run again and again: what they need is worked out once
+        # (the runner holds them, so their ids stay theirs while it is cached)
+        key = (tuple(map(id, flat)), tuple(map(id, feed_dict)))
+        runner = self._runners.get(key)
+        if runner is None:
+            runner = _Runner(flat, list(feed_dict))
+            if len(self._runners) > 64:
+                self._runners.clear()
+            self._runners[key] = runner
+        out = runner.run(self, list(feed_dict.values()))
+        return nest.pack_as(fetches, out) if not isinstance(fetches, (Tensor, Node)) else out[0]
+
+    def make_callable(self, fetches: list, feed_list=()):
+        """A function of the values of the tensors `feed_list` (in that order) that runs the flat
+        list `fetches` like `run(fetches, dict(zip(feed_list, values)))`, with all that does not
+        change between runs worked out once: for a program that runs the same step many times."""
+        runner = _Runner(list(fetches), list(feed_list))
+        return lambda *values: runner.run(self, values)
+
+    def _plan(self, key: tuple, tensors, targets, feeds) -> Plan:
         plan = self._plans.get(key)
         if plan is None:
             self._check_same_graph(tensors, targets, feeds)
@@ -79,16 +80,7 @@ class Session:
             if len(self._plans) > 64:
                 self._plans.clear()
             self._plans[key] = plan
-        results = execute(plan, values, _shared_pool(self.inter_op_threads) if _uses_pool(plan) else None)
-        out = []
-        for kind, k in kinds:
-            if kind == "t":
-                out.append(_to_numpy(results[k], tensors[k].dtype))
-            elif kind == "v":
-                out.append(k.value)
-            else:
-                out.append(None)
-        return nest.pack_as(fetches, out) if not isinstance(fetches, (Tensor, Node)) else out[0]
+        return plan
 
     def _check_same_graph(self, tensors, targets, feeds) -> None:
         # a tensor of another graph would otherwise be computed from that graph, silently
@@ -101,12 +93,65 @@ class Session:
 
     def close(self) -> None:
         self._plans.clear()
+        self._runners.clear()
 
     def __enter__(self):
         return self
 
     def __exit__(self, *exc):
         self.close()
+
+
+class _Runner:
+    """One (flat fetches, fed tensors) pair of a session, with what every run of it needs worked out
+    once: which fetches are tensors, targets or Variables, how each fed value is checked, and the
+    key of its plan (looked up in the session's plans on each run, so that a changed graph or a
+    closed session gets a new plan as `run` always did)."""
+
+    def __init__(self, flat: list, feed_keys: list):
+        self.tensors, self.targets, self.kinds = [], [], []
+        for f in flat:
+            if isinstance(f, Tensor):
+                self.kinds.append(("t", len(self.tensors), f.dtype))
+                self.tensors.append(f)
+            elif isinstance(f, Node):
+                self.kinds.append(("n", None, None))
+                self.targets.append(f)
+            elif getattr(f, "is_variable", False):
+                self.kinds.append(("v", f, None))
+            elif f is None:
+                self.kinds.append(("none", None, None))
+            else:
+                raise TypeError(f"cannot fetch {type(f).__name__} {f!r}: fetch graph tensors, nodes or Variables")
+        self.feeds = [_as_feed_key(t) for t in feed_keys]
+        self.ids = (tuple(id(t) for t in self.tensors), tuple(id(n) for n in self.targets),
+                    tuple(id(t) for t in self.feeds))
+        self.checks: list = []      # per fed tensor: its value's check (see _feed_check)
+        self.version = None         # the graph version that `checks` were made for
+        self.planned = (None, None)  # the last plan run, and the pool it runs with
+
+    def run(self, session: Session, values) -> list:
+        """The flat fetches' values after a run of `session` with `values` fed to the fed tensors (in order)."""
+        version = session.graph._version
+        if version != self.version:  # a graph change may have refined a fed tensor's shape
+            self.checks = [_feed_check(t) for t in self.feeds]
+            self.version = version
+        values = [check(v) for check, v in zip(self.checks, values, strict=True)]
+        plan = session._plan(self.ids + (version,), self.tensors, self.targets, self.feeds)
+        last, pool = self.planned
+        if plan is not last:
+            pool = _shared_pool(session.inter_op_threads) if _uses_pool(plan) else None
+            self.planned = (plan, pool)
+        results = execute(plan, values, pool)
+        out = []
+        for kind, k, dtype in self.kinds:
+            if kind == "t":
+                out.append(_to_numpy(results[k], dtype))
+            elif kind == "v":
+                out.append(k.value)
+            else:
+                out.append(None)
+        return out
 
 
 def _uses_pool(plan: Plan) -> bool:
@@ -138,6 +183,35 @@ def _check_feed(t: Tensor, value):
         raise ValueError(f"cannot feed a value of shape {arr.shape} to tensor {t.name} of shape "
                          f"{_sh.format_shape(t.shape)}")
     return arr[()] if arr.ndim == 0 else arr
+
+
+# the Python scalar type numpy turns into each of these dtypes, and the int64 range
+_PYTHON_SCALARS = {_dt.int64: int, _dt.float64: float, _dt.bool_: bool}
+_INT64_MIN, _INT64_MAX = int(np.iinfo(np.int64).min), int(np.iinfo(np.int64).max)
+
+
+def _feed_check(t: Tensor):
+    """`_check_feed(t, value)` as a function of the value, answering the common cases without numpy
+    calls (same result): an array of t's dtype and fully known shape is fed as it is, and a scalar
+    that already is (a numpy one) or becomes (a Python one) a scalar of t's dtype is fed as that."""
+    dtype, shape = t.dtype, t.shape
+    if dtype is _dt.variant:
+        return lambda value: value
+    canonical = isinstance(dtype, np.dtype) and dtype is np.dtype(dtype.type)
+    scalar = dtype.type if canonical and (shape is None or shape == ()) else None
+    python = _PYTHON_SCALARS.get(dtype) if scalar is not None else None
+
+    def check(value):
+        cls = type(value)
+        if cls is np.ndarray:
+            if value.dtype is dtype and value.shape == shape and value.ndim:
+                return value
+        elif cls is scalar:
+            return value
+        elif cls is python and (cls is not int or _INT64_MIN <= value <= _INT64_MAX):
+            return scalar(value)
+        return _check_feed(t, value)
+    return check
 
 
 def _to_numpy(v, dtype):

@@ -122,22 +122,27 @@ class _ArgSpec:
         return (self.kind, id(self.value))
 
 
-def _leaf_spec(value, static: bool) -> _ArgSpec:
+def _leaf_kind(value, static: bool) -> tuple:
+    """(kind, dtype, shape) of an argument leaf: how it enters a trace (see _ArgSpec)."""
     if isinstance(value, Tensor):
         raise TypeError("a graph tensor cannot be passed to a transpile.function from outside a trace")
     if getattr(value, "is_variable", False):
-        return _ArgSpec("variable", value=value)
+        return "variable", None, ()
     if not static:
         if isinstance(value, (bool, int, float, complex)) and not isinstance(value, np.generic):
-            dtype = graph.dtypes.dtype_of_python_scalar(value)
-            return _ArgSpec("input", dtype, ())
+            return "input", graph.dtypes.dtype_of_python_scalar(value), ()
         if isinstance(value, (np.ndarray, np.generic)) and value.dtype.kind in "biufc":
-            return _ArgSpec("input", value.dtype, tuple(value.shape))
+            return "input", value.dtype, tuple(value.shape)
     try:
         hash(value)
     except TypeError:
-        return _ArgSpec("object", value=value)
-    return _ArgSpec("static", value=value)
+        return "object", None, ()
+    return "static", None, ()
+
+
+def _leaf_spec(value, static: bool) -> _ArgSpec:
+    kind, dtype, shape = _leaf_kind(value, static)
+    return _ArgSpec(kind, dtype, shape) if kind == "input" else _ArgSpec(kind, value=value)
 
 
 def _structure_specs(value, static: bool):
@@ -166,21 +171,14 @@ class _Signature:
     key: tuple = ()
 
     @classmethod
-    def build(cls, bound: inspect.BoundArguments, static_argnames) -> "_Signature":
+    def build(cls, arguments: list, static_argnames) -> "_Signature":
+        """The signature of `arguments`, (parameter name, label, value) as `_expand_arguments` lists them."""
         names, structures, specs = [], [], []
-        for name, value in bound.arguments.items():
-            kind = bound.signature.parameters[name].kind
-            if kind is inspect.Parameter.VAR_POSITIONAL:
-                items = [(f"{name}[{i}]", v) for i, v in enumerate(value)]
-            elif kind is inspect.Parameter.VAR_KEYWORD:
-                items = [(f"{name}[{k!r}]", v) for k, v in value.items()]
-            else:
-                items = [(name, value)]
-            for label, v in items:
-                structure, leaf_specs = _structure_specs(v, name in static_argnames)
-                names.append(label)
-                structures.append(structure)
-                specs.append(leaf_specs)
+        for name, label, v in arguments:
+            structure, leaf_specs = _structure_specs(v, name in static_argnames)
+            names.append(label)
+            structures.append(structure)
+            specs.append(leaf_specs)
         sig = cls(names, structures, specs)
         sig.key = tuple((n, _structure_key(s), tuple(x.key() for x in sp))
                         for n, s, sp in zip(names, structures, specs, strict=True))
@@ -230,6 +228,74 @@ class _Signature:
         if structure is None:
             return specs[0].describe()
         return f"{nest.structure_description(structure)} of ({', '.join(s.describe() for s in specs)})"
+
+
+def _expand_arguments(bound: inspect.BoundArguments) -> list:
+    """(parameter name, label, value) per argument, *args and **kwargs expanded: `args[0]`, `kw['k']`."""
+    out = []
+    for name, value in bound.arguments.items():
+        kind = bound.signature.parameters[name].kind
+        if kind is inspect.Parameter.VAR_POSITIONAL:
+            out.extend((name, f"{name}[{i}]", v) for i, v in enumerate(value))
+        elif kind is inspect.Parameter.VAR_KEYWORD:
+            out.extend((name, f"{name}[{k!r}]", v) for k, v in value.items())
+        else:
+            out.append((name, name, value))
+    return out
+
+
+# Python scalars enter a trace as graph inputs of numpy's default dtype for their type
+_PYTHON_SCALAR_KEYS = {t: ("input", graph.dtypes.dtype_of_python_scalar(t()), ()) for t in (bool, int, float, complex)}
+
+
+def _call_key(values, static) -> tuple | None:
+    """A key for a call's argument values (with `static[i]` for a static argument) that is cheap to
+    build from the values themselves; None where it does not know them (the call then builds its
+    _Signature). Calls with equal keys have equal _Signature keys: a key is finer, if anything (it
+    tells the types of static values and containers apart, and the order of a dict's keys)."""
+    key = []
+    for value, is_static in zip(values, static):
+        leaf = _leaf_key(value, is_static) if is_static or not isinstance(value, (list, tuple, dict)) \
+            else _container_key(value)
+        if leaf is None:
+            return None
+        key.append(leaf)
+    return tuple(key)
+
+
+def _leaf_key(value, static: bool):
+    """What `_leaf_spec(value, static).key()` tells, without building the spec; arrays and scalars first."""
+    cls = type(value)
+    if not static:
+        if cls is np.ndarray or isinstance(value, np.generic):
+            if value.dtype.kind in "biufc":
+                return ("input", value.dtype, value.shape)
+        else:
+            known = _PYTHON_SCALAR_KEYS.get(cls)
+            if known is not None:
+                return known
+    kind, dtype, shape = _leaf_kind(value, static)
+    if kind == "input":
+        return (kind, dtype, shape)
+    if kind == "static":
+        return (kind, cls, value)
+    return (kind, id(value))   # kept alive by the signature stored with the key
+
+
+def _container_key(value):
+    """`_leaf_key` for a list, tuple or dict argument: its type and, walked as nest.flatten walks it,
+    its items' keys (with a dict's keys and their types, which decide the order nest.flatten takes)."""
+    if nest._is_composite(value):
+        return None
+    items = []
+    for k, v in (value.items() if isinstance(value, dict) else enumerate(value)):
+        # nest.flatten walks into containers and composites (a composite gives None)
+        item = _container_key(v) if isinstance(v, (list, tuple, dict)) or nest._is_composite(v) \
+            else _leaf_key(v, False)
+        if item is None:
+            return None
+        items.append((type(k), k, item))
+    return (type(value), tuple(items))
 
 
 def _retrace_report(fn_name: str, old: _Signature, new: _Signature) -> str:
@@ -315,6 +381,11 @@ class _Trace:
     effects: object             # the graph's final effect node (run even when not returned), or None
     session: object = None
     keep_alive: list = field(default_factory=list)
+    # how a call runs it: per argument with graph inputs, (its index, None for a plain leaf or the
+    # indices of its fed leaves in nest.flatten order), and the session callable that takes the
+    # values of those inputs in that order
+    fed_arguments: list = field(default_factory=list)
+    run: object = None
 
 
 class Function:
@@ -353,6 +424,17 @@ class Function:
         unknown = self.static_argnames - set(self._signature.parameters)
         if unknown:
             raise TypeError(f"static_argnames names unknown parameters of {fn.__qualname__}: {sorted(unknown)}")
+        # A call with positional arguments only, of a function whose parameters all take them, binds
+        # without inspect: its arguments are the values passed, then the defaults of those not passed.
+        parameters = list(self._signature.parameters.values())
+        if all(p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) for p in parameters):
+            required = max((i + 1 for i, p in enumerate(parameters) if p.default is p.empty), default=0)
+            self._positional = (required, tuple(p.default for p in parameters[required:]))
+        else:
+            self._positional = None
+        self._static_positions = tuple(p.name in self.static_argnames for p in parameters)
+        # traces (and the signatures they were looked up with) by `_call_key` of such calls
+        self._by_call_key: dict = {}
         self.relax_shapes = relax_shapes
         self._traces: dict = {}
         self._last: _Signature | None = None
@@ -391,9 +473,24 @@ class Function:
         if operators._tracing():
             return self._transpile_inline()(*args, **kwargs)
         try:
-            sig, bound = self._bind(args, kwargs)
-            trace = self._lookup(sig, bound)
-            return self._run(trace, bound)
+            # the fast path: a positional call whose argument types, dtypes and shapes (values of
+            # static arguments, identities of objects) were seen before runs its trace directly
+            values = key = None
+            if not kwargs and self._positional is not None:
+                required, defaults = self._positional
+                if required <= len(args) <= required + len(defaults):
+                    values = args + defaults[len(args) - required:]
+                    key = _call_key(values, self._static_positions)
+            if key is not None:
+                with self._lock:
+                    hit = self._by_call_key.get(key)
+                    if hit is not None:
+                        trace, self._last = hit
+                if hit is not None:
+                    return self._run(trace, values)
+            sig, bound, values = self._bind(args, kwargs)
+            trace = self._lookup(sig, bound, key)
+            return self._run(trace, values)
         except Exception as e:
             _hide_internal_frames(e)
             raise
@@ -403,7 +500,7 @@ class Function:
 
     def get_graph(self, *args, **kwargs):
         """The traced graph for these arguments (printable with str() and .to_dot())."""
-        sig, bound = self._bind(args, kwargs)
+        sig, bound, _ = self._bind(args, kwargs)
         return self._lookup(sig, bound).graph
 
     @property
@@ -415,15 +512,19 @@ class Function:
         return len(self._traces)
 
     # -- tracing -----------------------------------------------------------------------------
-    def _bind(self, args, kwargs) -> _Signature:
+    def _bind(self, args, kwargs) -> tuple[_Signature, inspect.BoundArguments, list]:
+        """The call's signature, bound arguments, and argument values (as `_Signature.names` lists them)."""
         try:
             bound = self._signature.bind(*args, **kwargs)
         except TypeError as e:
             raise TypeError(f"{self._name}(): {e}") from None
         bound.apply_defaults()
-        return _Signature.build(bound, self.static_argnames), bound
+        arguments = _expand_arguments(bound)
+        return _Signature.build(arguments, self.static_argnames), bound, [v for _, _, v in arguments]
 
-    def _lookup(self, sig: _Signature, bound) -> _Trace:
+    def _lookup(self, sig: _Signature, bound, call_key=None) -> _Trace:
+        """The trace that runs a call of signature `sig` (traced now if none does); remembered
+        under `call_key` too, when the call has one."""
         with self._lock:
             trace = self._traces.get(sig.key)
             if trace is None and self.relax_shapes:
@@ -448,7 +549,13 @@ class Function:
                                       stacklevel=3)
                 trace = self._trace(traced, bound)
                 self._traces[traced.key] = trace
+                # with a new trace, relax_shapes may resolve a signature differently: start afresh
+                self._by_call_key.clear()
             self._last = sig
+            if call_key is not None:
+                if len(self._by_call_key) >= 256:  # calls of ever new shapes under relax_shapes
+                    self._by_call_key.clear()
+                self._by_call_key[call_key] = (trace, sig)
             return trace
 
     def _trace(self, sig: _Signature, bound: inspect.BoundArguments) -> _Trace:
@@ -482,6 +589,14 @@ class Function:
         _share_tensor_array_specs(g)
         trace = _Trace(sig, g, placeholders, out, fetch_index, fetches, constants, effects, keep_alive=keep_alive)
         trace.session = Session(g)
+        fed = []
+        for k, phs in enumerate(placeholders):
+            leaves = [i for i, ph in enumerate(phs) if ph is not None]
+            if leaves:
+                trace.fed_arguments.append((k, None if sig.structures[k] is None else leaves))
+                fed.extend(phs[i] for i in leaves)
+        # the effects node is fetched last: its result (None) is past the fetches' indices
+        trace.run = trace.session.make_callable(fetches + [effects], fed)
         return trace
 
     def _symbolic_arguments(self, bound, sig, placeholders, keep_alive):
@@ -526,21 +641,17 @@ class Function:
         return out[0] if structure is None else nest.pack_as(value, out)
 
     # -- running -----------------------------------------------------------------------------
-    def _run(self, trace: _Trace, bound):
-        feeds = {}
-        k = 0
-        for name, value in bound.arguments.items():
-            kind = bound.signature.parameters[name].kind
-            items = list(value) if kind is inspect.Parameter.VAR_POSITIONAL else \
-                list(value.values()) if kind is inspect.Parameter.VAR_KEYWORD else [value]
-            for v in items:
-                leaves = nest.flatten(v) if trace.signature.structures[k] is not None else [v]
-                for ph, leaf in zip(trace.placeholders[k], leaves, strict=True):
-                    if ph is not None:
-                        feeds[ph] = leaf
-                k += 1
-        values, _ = trace.session.run((trace.fetches, trace.effects), feeds)
-        leaves = [values[i] if i is not None else c for i, c in zip(trace.fetch_index, trace.constants, strict=True)]
+    def _run(self, trace: _Trace, values):
+        """Runs `trace` with argument values `values` (as its signature's names list them)."""
+        feeds = []
+        for k, leaves in trace.fed_arguments:
+            if leaves is None:
+                feeds.append(values[k])
+            else:
+                flat = nest.flatten(values[k])
+                feeds.extend(flat[i] for i in leaves)
+        results = trace.run(*feeds)
+        leaves = [results[i] if i is not None else c for i, c in zip(trace.fetch_index, trace.constants, strict=True)]
         out = trace.output_structure
         if isinstance(out, (list, tuple, dict)):
             return nest.pack_as(out, leaves)
