@@ -17,6 +17,9 @@ Variants (each in its own process; peak RSS belongs to one variant):
   numpy_1t   the same with BLAS limited to one thread (exec.blas), as our executor runs it
   torch      torch eager, Python loop + autograd + SGD (when torch is installed)
   jax_scan   jax.jit(value_and_grad(lax.scan)) + SGD, params donated (when jax is installed)
+  tf1_while  TensorFlow 1-style: graph mode, control flow v1 (Switch / Merge / Enter / Exit /
+             NextIteration: the design we implement) tf.compat.v1.while_loop over TensorArrays,
+             parallel_iterations=32, tf.gradients, assign_sub (when tensorflow is installed)
 Method: every variant runs in a child process: 2 warm-up steps (the first, with tracing or
 compiling, is reported apart), then the median of 5-15 timed steps (about 3 s). Variants run
 interleaved, `--rounds` times each; a variant's figure is the median over all its timed steps.
@@ -48,8 +51,8 @@ import _procs as P  # noqa: E402
 D, H, B = 64, 256, 32
 LR = 0.1
 EXPECTED_LOSS = {100: 0.278955, 200: 0.279086}
-VARIANTS = ["dynamic", "static", "numpy", "numpy_1t", "torch", "jax_scan"]
-OPTIONAL = {"torch": "torch", "jax_scan": "jax"}
+VARIANTS = ["dynamic", "static", "numpy", "numpy_1t", "torch", "jax_scan", "tf1_while"]
+OPTIONAL = {"torch": "torch", "jax_scan": "jax", "tf1_while": "tensorflow"}
 MIN_REPEATS, MAX_REPEATS, TARGET_TIMED_S = 5, 15, 3.0
 
 
@@ -190,7 +193,7 @@ def _numpy_step(Wx, Wh, b, X, Y, sigmoid_):
     return loss
 
 
-# ---------------------------------------------------------------- torch and jax (the peers' code)
+# ---------------------------------------------------------------- peers: torch, jax, TensorFlow 1 (the peers' method)
 
 def build_torch(T):
     import torch
@@ -258,6 +261,42 @@ def build_jax(T):
     return step
 
 
+def build_tf1(T):
+    import tensorflow as tf
+
+    tf.compat.v1.disable_eager_execution()
+    tf.compat.v1.disable_control_flow_v2()  # Switch / Merge / Enter / Exit / NextIteration
+    Wx0, Wh0, b0, Xn, Yn = make_data(T)
+    g = tf.Graph()
+    with g.as_default():
+        params = [tf.compat.v1.get_variable(name, initializer=v) for name, v in (("Wx", Wx0), ("Wh", Wh0), ("b", b0))]
+        Wx, Wh, b = params
+        xs = tf.TensorArray(tf.float32, size=T).unstack(tf.constant(Xn))
+
+        def body(t, h, c, hs):
+            z = tf.matmul(xs.read(t), Wx) + tf.matmul(h, Wh) + b
+            i, f, gate, o = tf.split(z, 4, axis=1)
+            c = tf.sigmoid(f) * c + tf.sigmoid(i) * tf.tanh(gate)
+            h = tf.sigmoid(o) * tf.tanh(c)
+            return t + 1, h, c, hs.write(t, h)
+
+        zeros = tf.zeros([B, H])
+        _, _, _, hs = tf.compat.v1.while_loop(lambda t, *_: t < T, body,
+                                              [tf.constant(0), zeros, zeros, tf.TensorArray(tf.float32, size=T)],
+                                              parallel_iterations=32)
+        loss = tf.reduce_mean(tf.square(hs.stack() - tf.constant(Yn)))
+        train = tf.group(*[p.assign_sub(LR * gr) for p, gr in zip(params, tf.gradients(loss, params))])
+        init = tf.compat.v1.global_variables_initializer()
+    sess = tf.compat.v1.Session(graph=g)
+    sess.run(init)
+
+    def step():
+        value, _ = sess.run([loss, train])
+        return float(value)
+
+    return step
+
+
 BUILDERS = {
     "dynamic": lambda T: build_ours(T, static=False),
     "static": lambda T: build_ours(T, static=True),
@@ -265,6 +304,7 @@ BUILDERS = {
     "numpy_1t": lambda T: build_numpy(T, one_thread=True),
     "torch": build_torch,
     "jax_scan": build_jax,
+    "tf1_while": build_tf1,
 }
 
 
@@ -328,7 +368,7 @@ def _summary(runs: list[dict]) -> dict:
 
 
 RATIOS = [("dynamic", "torch"), ("static", "torch"), ("dynamic", "static"), ("dynamic", "numpy"),
-          ("dynamic", "numpy_1t"), ("dynamic", "jax_scan")]
+          ("dynamic", "numpy_1t"), ("dynamic", "jax_scan"), ("dynamic", "tf1_while")]
 
 
 def _ratios(runs: dict) -> dict:
