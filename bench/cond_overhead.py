@@ -30,12 +30,7 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import graph as G  # noqa: E402
-from exec import Session, load  # noqa: E402
-
-try:
-    from exec import branches as _branches
-except ImportError:  # an executor without branch skipping
-    _branches = None
+from exec import Session, branches, load  # noqa: E402
 
 BRANCH_SIZES = (10, 100, 400)
 LOOP_BRANCH, LOOP_N = 100, 200
@@ -66,12 +61,11 @@ def build(variant, k, skip=True):
             _, y = G.while_loop(lambda i, v: G.less(i, LOOP_N), body, (G.constant(0), x))
     sess = Session(g, inter_op_threads=0)
     run = lambda pv: sess.run(y, {x: np.float32(1), p: pv})  # noqa: E731
-    if _branches is not None:
-        saved, _branches.SKIP_UNTAKEN = _branches.SKIP_UNTAKEN, skip
-        try:
-            run(False)  # builds the plan, which keeps the choice
-        finally:
-            _branches.SKIP_UNTAKEN = saved
+    saved, branches.SKIP_UNTAKEN = branches.SKIP_UNTAKEN, skip
+    try:
+        run(False)  # builds the plan, which keeps the choice
+    finally:
+        branches.SKIP_UNTAKEN = saved
     return run
 
 
@@ -104,14 +98,12 @@ def main():
         run = build("cond", k)
         cases += [(run, False, inner), (run, True, inner)]
         labels += [("cond untaken", k), ("cond taken", k)]
-        if _branches is not None:
-            cases.append((build("cond", k, skip=False), False, inner))
-            labels.append(("cond untaken dead", k))
+        cases.append((build("cond", k, skip=False), False, inner))
+        labels.append(("cond untaken dead", k))
     cases += [(build("loop_plain", 0), False, loop_inner), (build("loop_cond", LOOP_BRANCH), False, loop_inner)]
     labels += [("loop plain", 0), ("loop cond untaken", LOOP_BRANCH)]
-    if _branches is not None:
-        cases.append((build("loop_cond", LOOP_BRANCH, skip=False), False, loop_inner))
-        labels.append(("loop cond untaken dead", LOOP_BRANCH))
+    cases.append((build("loop_cond", LOOP_BRANCH, skip=False), False, loop_inner))
+    labels.append(("loop cond untaken dead", LOOP_BRANCH))
     us = timed(cases, reps)
     rows = []
     for (name, k), t in zip(labels, us):

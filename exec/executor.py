@@ -397,19 +397,16 @@ def _execute(plan: Plan, feed_values: list, pool: _Pool | None, inline_recurrenc
                 # every Switch on it); usually the predicate's arrival did already (exec/branches.py)
                 b0, b1, dead0, dead1 = cond_switches[i]  # dead_p: port p's dead consumers outside its branch
                 pred = args[1]  # None only when dead: a live predicate is a bool array
-                skipped = it.skipped
                 if pred is None:
                     skip(b0, it)
                     skip(b1, it)
                     groups = ((dead0, None, True), (dead1, None, True), (cc, None, True))
                 elif pred:
-                    if b0 >= 0 and (skipped is None or b0 not in skipped):
-                        skip(b0, it)
+                    skip(b0, it)
                     groups = ((dead0, None, True), (dead_cons[i][1], None, True) if dead else (c1, args[0], False),
                               (cc, None, dead))
                 else:
-                    if b1 >= 0 and (skipped is None or b1 not in skipped):
-                        skip(b1, it)
+                    skip(b1, it)
                     groups = ((dead1, None, True), (dead_cons[i][0], None, True) if dead else (c0, args[0], False),
                               (cc, None, dead))
             elif k == SWITCH:
