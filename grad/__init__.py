@@ -1,4 +1,6 @@
 """Reverse-mode differentiation of graphs with control flow, gradient rules, optimizers."""
+# Importing the rule modules registers their rules: op gradients, and the cond and while
+# loop gradients that the walk over a region (grad.backprop) looks up by construct.
 from grad import array_grad, control_flow_grad, math_grad, reduce_grad, stack_grad, tensor_array_grad  # noqa: F401
 from grad.gradients import gradients
 from grad.optimizers import SGD, Adam, Momentum, Optimizer, clip_by_global_norm, global_norm

@@ -10,6 +10,7 @@ from __future__ import annotations
 from graph.control_flow.contexts import CondContext, CondState, WhileContext
 from graph.control_flow.stack import stack_of
 from graph.core import Node, Tensor
+from graph.errors import GraphError
 from grad.registry import is_differentiable
 
 LOOP_PLUMBING = frozenset({"Enter", "Merge", "Switch", "NextIteration", "LoopCond"})
@@ -36,6 +37,15 @@ def is_within(ctx, outer) -> bool:
 
 def cond_outer(state: CondState):
     return state.branches[0].outer
+
+
+def variable_of(read: Node):
+    """The Variable object a ReadVariable node reads."""
+    for key in ("variable", "var"):
+        v = read.attrs.get(key)
+        if v is not None:
+            return v
+    raise GraphError(f"gradients: cannot find the variable read by {read.name}")
 
 
 class GraphIndex:

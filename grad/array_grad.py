@@ -150,26 +150,6 @@ def _scatter_slices_grad(op, g):
                      for k, ix in enumerate(op.attrs["indices"])]
 
 
-def combine_slice_gradients(parts: list) -> list:
-    """Gradient contributions to one tensor that are GetItemGrads of static basic slices (a cell's
-    gates cut from one matrix) become one ScatterSlices: one buffer instead of a zero-filled array
-    per slice and the adds between them. Other contributions are left as they are."""
-    from graph.ops._util import static_value
-    from graph.ops.indexing import is_static_basic, scatter_slices
-    slices = [g for g in parts if g.node.op == "GetItemGrad" and len(g.node.inputs) == 2
-              and is_static_basic(g.node.attrs["index"])]
-    if len(slices) < 2:
-        return parts
-    shape = static_value(slices[0].node.inputs[1])
-    if shape is None or any(not np.array_equal(static_value(g.node.inputs[1]), shape) for g in slices[1:]) \
-            or any(g.node.inputs[0].dtype != slices[0].node.inputs[0].dtype for g in slices[1:]):
-        return parts
-    combined = scatter_slices(slices[0].node.inputs[1], [g.node.inputs[0] for g in slices],
-                              tuple(g.node.attrs["index"] for g in slices))
-    taken = {id(g) for g in slices}  # (tensors compare elementwise: no `in`)
-    return [combined] + [g for g in parts if id(g) not in taken]
-
-
 @register_gradient("SetItem")
 def _setitem_grad(op, g):
     """x with x[index] = v: x's gradient is g with the assigned places zeroed; v's is g[index], reduced."""

@@ -1,82 +1,12 @@
 """Reverse mode over one region: its units in reverse topological order, gradients summed per tensor."""
 from __future__ import annotations
 
-from graph import dtypes as _dt
-from graph import shapes as _sh
-from graph.control_flow.contexts import CondState
 from graph.control_flow.stack import pushed_values, stack_of
 from graph.core import Node, Tensor
 from graph.errors import GraphError
-from graph.ops._util import convert
-from grad.analysis import is_within
-from grad.registry import GradOp, gradient_rule, is_differentiable
-
-
-class Grads:
-    """Gradient contributions per forward tensor, summed when first asked for."""
-
-    def __init__(self):
-        self._parts: dict[Tensor, list[Tensor]] = {}
-        self.consumed: set[Tensor] = set()  # values inside nested conds whose gradients were passed in
-
-    def add(self, t: Tensor, g: Tensor) -> None:
-        self._parts.setdefault(t, []).append(g)
-
-    def keys(self) -> list[Tensor]:
-        return list(self._parts)
-
-    def total(self, *ts: Tensor) -> Tensor | None:
-        """The sum of the contributions to `ts` (several tensors: e.g. a loop variable's
-        body input and its Merge), or None when there are none."""
-        parts = [g for t in ts for g in self._parts.get(t, ())]
-        if not parts:
-            return None
-        out = add_n(parts)
-        if len(ts) == 1:
-            self._parts[ts[0]] = [out]
-        return out
-
-
-def add_n(parts: list[Tensor]) -> Tensor:
-    """Sum of gradient contributions; for TensorArray gradient flows (one accumulating
-    array), the first flow once all the others have happened."""
-    if len(parts) == 1:
-        return parts[0]
-    if parts[0].dtype is _dt.variant:
-        return _join(parts)
-    from grad.array_grad import combine_slice_gradients
-    from graph.ops.math import add
-    parts = combine_slice_gradients(parts)
-    while len(parts) > 1:  # a balanced tree keeps the rounding symmetric and the depth small
-        parts = [add(parts[i], parts[i + 1]) if i + 1 < len(parts) else parts[i] for i in range(0, len(parts), 2)]
-    return parts[0]
-
-
-def _join(parts: list[Tensor]) -> Tensor:
-    g = parts[0].graph
-    return g.create_node("Identity", [parts[0]], name="gradient_flow", control_inputs=parts[1:]).outputs[0]
-
-
-def conform(g, t: Tensor, what) -> Tensor:
-    """Checks a gradient against its forward tensor and gives it the forward tensor's static shape."""
-    g = convert(g)
-    if t.dtype is _dt.variant or g.dtype is _dt.variant:
-        if t.dtype is not g.dtype:
-            raise GraphError(f"gradients: the gradient rule for {what} returned a {g.dtype} gradient for "
-                             f"{t.dtype} input {t.name}")
-        return g
-    if g.dtype != t.dtype:
-        raise GraphError(f"gradients: the gradient rule for {what} returned a {g.dtype} gradient for "
-                         f"{t.dtype} input {t.name}")
-    if not _sh.compatible(g.shape, t.shape):
-        raise GraphError(f"gradients: the gradient rule for {what} returned a gradient of shape "
-                         f"{_sh.format_shape(g.shape)} for input {t.name} of shape {_sh.format_shape(t.shape)}")
-    if t.shape is not None and g.shape != t.shape:
-        # Same value, better static knowledge: gradient loop variables then keep the
-        # forward loop's shapes and their loops never need re-tracing.
-        g.shape = t.shape if g.shape is None else tuple(a if a is not None else b
-                                                         for a, b in zip(t.shape, g.shape, strict=True))
-    return g
+from grad.accumulate import Grads, conform
+from grad.analysis import is_within, variable_of
+from grad.registry import GradOp, construct_gradient_rule, gradient_rule, is_differentiable
 
 
 def backprop_region(state, region, seeds: dict[Tensor, Tensor]):
@@ -86,7 +16,6 @@ def backprop_region(state, region, seeds: dict[Tensor, Tensor]):
     gradients of everything the region's units read, including the values that
     enter it (Switch outputs, loop constants, loop-variable inputs).
     """
-    from grad import control_flow_grad
     grads = Grads()
     for t, g in seeds.items():
         grads.add(t, g)
@@ -94,10 +23,8 @@ def backprop_region(state, region, seeds: dict[Tensor, Tensor]):
     for unit in reversed(state.index.units(region)):
         if isinstance(unit, Node):
             _node_grad(state, unit, grads, var_grads)
-        elif isinstance(unit, CondState):
-            control_flow_grad.cond_grad(state, unit, grads, var_grads)
         else:
-            control_flow_grad.while_grad(state, unit, grads, var_grads)
+            _construct_grad(state, unit, grads, var_grads)
     for t in grads.keys():
         # A gradient for a value inside a nested cond (sent by a gradient cond that read it)
         # must have arrived before that cond was differentiated; losing it would be silent.
@@ -106,6 +33,14 @@ def backprop_region(state, region, seeds: dict[Tensor, Tensor]):
             raise GraphError(f"gradients: internal error: the gradient of {t.name} arrived after "
                              f"{ctx.describe()} was differentiated")
     return grads, var_grads
+
+
+def _construct_grad(state, unit, grads: Grads, var_grads: dict) -> None:
+    rule = construct_gradient_rule(unit)
+    if rule is None:
+        raise GraphError(f"gradients: internal error: no gradient rule is registered for {type(unit).__name__} "
+                         "(importing grad registers the control-flow rules)")
+    rule(state, unit, grads, var_grads)
 
 
 def _node_grad(state, n: Node, grads: Grads, var_grads: dict) -> None:
@@ -142,11 +77,3 @@ def _node_grad(state, n: Node, grads: Grads, var_grads: dict) -> None:
         if g is not None and state.is_active(t):
             grads.add(t, conform(g, t, f"{n.op} (node {n.name})"))
 
-
-def variable_of(read: Node):
-    """The Variable object a ReadVariable node reads."""
-    for key in ("variable", "var"):
-        v = read.attrs.get(key)
-        if v is not None:
-            return v
-    raise GraphError(f"gradients: cannot find the variable read by {read.name}")

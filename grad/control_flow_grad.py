@@ -1,7 +1,10 @@
 """Gradients of control flow: a conditional's is a conditional, a loop's is a loop that runs backwards.
 
 Each construct is differentiated as a whole, with the graph's own `cond` and
-`while_loop` builders; per primitive, the rules of the paper (section 5) are:
+`while_loop` builders: `cond_grad` and `while_grad` are registered for CondState
+and WhileContext (grad.registry), and the walk over a region (grad.backprop)
+calls them for each cond or loop it meets. Per primitive, the rules of the
+paper (section 5) are:
 
 - Merge's gradient is a Switch: the output gradient enters the gradient cond
   through a Switch on the same predicate, so it reaches the taken branch only.
@@ -31,16 +34,18 @@ from __future__ import annotations
 import numpy as np
 
 from graph import dtypes as _dt
-from graph.control_flow.contexts import CondContext, CondState
+from graph.control_flow.contexts import CondContext, CondState, WhileContext
 from graph.control_flow.while_loop import while_loop
 from graph.core import Tensor
 from graph.errors import GraphError, user_location
+from graph.ops._util import constant
 from graph.ops.math import greater_equal, sub
 from grad import loop_sums
 from grad import saved as _saved
-from grad.analysis import ancestors, cond_outer, is_within
-from grad.backprop import add_n, backprop_region, conform, variable_of
-from grad.registry import register_gradient
+from grad.accumulate import add_n, conform
+from grad.analysis import ancestors, cond_outer, is_within, variable_of
+from grad.backprop import backprop_region
+from grad.registry import register_construct_gradient, register_gradient
 
 
 def _group_reads(state, reads) -> list[tuple[object, list]]:
@@ -57,7 +62,8 @@ def _sum(parts):
     return add_n(parts) if parts else None
 
 
-def cond_grad(state, s, grads, var_grads) -> None:
+@register_construct_gradient(CondState)
+def cond_grad(state, s: CondState, grads, var_grads: dict) -> None:
     """The gradient of a whole cond: a cond on the same predicate (popped, inside a loop)."""
     graph = state.graph
     branches = {ctx.branch: ctx for ctx in s.branches}
@@ -123,7 +129,6 @@ def _placeholder_zero(t: Tensor) -> Tensor:
     """A zero standing for the gradient of a value that lives only in a branch of another cond on
     the same predicate (a forward value a gradient cond read). It only reaches code that runs when
     that branch is not taken, so only its dtype matters."""
-    from graph.ops._util import constant
     return constant(np.zeros((), t.dtype)) if t.dtype is not _dt.variant else None
 
 
@@ -162,7 +167,8 @@ def _gradient_cond(grad_state, pred, branches, branch_grad, zeros) -> dict:
     return merged
 
 
-def while_grad(state, loop, grads, var_grads) -> None:
+@register_construct_gradient(WhileContext)
+def while_grad(state, loop: WhileContext, grads, var_grads: dict) -> None:
     """The gradient of a whole while loop: a loop over the forward iterations in reverse."""
     graph = state.graph
     exits = [e.outputs[0] for e in loop.exits]

@@ -7,8 +7,9 @@ from graph.control_flow.contexts import CondContext
 from graph.core import Tensor
 from graph.errors import GraphError
 from graph.ops._util import convert
-from grad.analysis import GraphIndex, ancestors, differentiable_dtype, is_within
-from grad.backprop import add_n, backprop_region, conform, variable_of
+from grad.accumulate import add_n, conform
+from grad.analysis import GraphIndex, ancestors, differentiable_dtype, is_within, variable_of
+from grad.backprop import backprop_region
 from grad.state import GradState
 
 

@@ -27,6 +27,7 @@ from graph.ops.array import transpose
 from graph.ops.math import matmul
 from graph.ops.reduce import reduce_sum
 from grad import saved as _saved
+from grad.accumulate import add_n
 
 
 def plan(state, loop: WhileContext, consts) -> dict[Tensor, "RowSums"]:
@@ -156,5 +157,4 @@ class RowSums:
         parts += [reduce_sum(rows.joined(g), axis=0) for g in self._sums]
         if not parts:
             return None
-        from grad.backprop import add_n
         return add_n(parts)

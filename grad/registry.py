@@ -1,12 +1,18 @@
-"""Gradient rules keyed by op name, and `GradOp`, the view of a forward node that a rule gets.
+"""Gradient rules keyed by op name or by control-flow construct, and `GradOp`, what an op's rule gets.
 
-A rule is `rule(op, *output_grads) -> input grads` (one entry per input, None
+An op's rule is `rule(op, *output_grads) -> input grads` (one entry per input, None
 for "no gradient"); a single-input op may return the tensor alone. `op.inputs`
 and `op.outputs` are the forward values, usable where the gradient is being
 built: inside a gradient loop they come off a stack the forward loop pushed,
 and only the values a rule actually reads are saved. A rule that needs only a
 value's shape asks `op.input_shape(i)` (or `op.shape_of(t)`), which saves at
 most the shape.
+
+A construct's rule differentiates a whole cond or while loop, which the walk
+over a region (grad.backprop) meets as one unit: `rule(state, unit, grads,
+var_grads)` adds the gradients of what the construct reads to `grads` (and of
+the Variables it reads to `var_grads`). The walk looks rules up here and never
+names a construct's module; importing `grad` registers them all.
 """
 from __future__ import annotations
 
@@ -15,6 +21,7 @@ from typing import Callable, Sequence
 from graph.core import Tensor, get_opdef
 
 _RULES: dict[str, Callable] = {}
+_CONSTRUCT_RULES: dict[type, Callable] = {}
 
 
 def register_gradient(*ops: str):
@@ -30,6 +37,25 @@ def register_gradient(*ops: str):
 
 def gradient_rule(op: str) -> Callable | None:
     return _RULES.get(op)
+
+
+def register_construct_gradient(kind: type):
+    """Decorator: `@register_construct_gradient(CondState) def cond_grad(state, s, grads, var_grads): ...`."""
+    def register(rule):
+        if kind in _CONSTRUCT_RULES:
+            raise ValueError(f"gradient for {kind.__name__} registered twice")
+        _CONSTRUCT_RULES[kind] = rule
+        return rule
+    return register
+
+
+def construct_gradient_rule(unit) -> Callable | None:
+    """The rule for control-flow construct `unit` (a CondState or a WhileContext), by its type."""
+    for kind in type(unit).__mro__:
+        rule = _CONSTRUCT_RULES.get(kind)
+        if rule is not None:
+            return rule
+    return None
 
 
 def is_differentiable(node) -> bool:
