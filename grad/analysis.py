@@ -156,7 +156,7 @@ class GraphIndex:
             inside = self._nodes_within(unit) + self.loop_exits.get(unit, [])
         ids = {id(n) for n in inside}
         # Inputs come in through Switches and Enters, and also straight from other conds'
-        # branches where a gradient cond reads forward values (see grad.state).
+        # branches where a gradient cond reads forward values (see grad.build_state).
         waits = [p for n in inside for p in [t.node for t in n.inputs] + n.control_inputs if id(p) not in ids]
         self._waits[id(unit)] = waits
         return waits

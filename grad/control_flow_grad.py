@@ -26,8 +26,8 @@ paper (section 5) are:
   loop's own predicate counts the forward trip count down.
 
 Forward values the gradient needs come from stacks the forward loop filled
-(see grad.state); a cond inside a loop pops its predicate to steer its gradient
-cond, and loops nested in loops apply all this recursively.
+(see grad.build_state); a cond inside a loop pops its predicate to steer its
+gradient cond, and loops nested in loops apply all this recursively.
 """
 from __future__ import annotations
 
@@ -77,7 +77,7 @@ def cond_grad(state, s: CondState, grads, var_grads: dict) -> None:
         if g is not None:
             for b in branches:
                 seed(b, m.inputs[b], g)
-    # gradients that gradient conds already sent to values inside the branches (see grad.state)
+    # gradients that gradient conds already sent to values inside the branches (see grad.build_state)
     for t in grads.keys():
         for b, ctx in branches.items():
             if is_within(state.value_context(t), ctx):

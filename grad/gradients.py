@@ -10,7 +10,7 @@ from graph.ops._util import convert
 from grad.accumulate import add_n, conform
 from grad.analysis import GraphIndex, ancestors, differentiable_dtype, is_within, variable_of
 from grad.backprop import backprop_region
-from grad.state import GradState
+from grad.build_state import GradState
 
 
 def gradients(ys, xs, grad_ys=None, unconnected: str = "zero", name: str = "gradients"):
