@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import numpy as np
 
+from graph.core import make_op
 from graph.ops import array as a
 from graph.ops import math as m
 from graph.ops._util import constant
-from graph.ops.indexing import IndexSpec, Slice, parse_index
+from graph.ops.indexing import IndexSpec, Slice, get_item_grad, parse_index
 from graph.ops.reduce import reduce_sum
 from grad.math_grad import unbroadcast
 from grad.registry import register_gradient
@@ -105,7 +106,6 @@ def _split_grad(op, *gs):
 @register_gradient("Gather")
 def _gather_grad(op, g):
     """Gather's gradient adds g into zeros of the params' shape at the indices (repeats accumulate)."""
-    from graph.ops.indexing import get_item_grad
     axis = op.attrs["axis"]
     spec, dyn = parse_index((slice(None),) * axis + (op.inputs[1],))
     return [get_item_grad(g, op.input_shape(0), spec, dyn), None]
@@ -130,7 +130,6 @@ def _fill_grad(op, g):
 @register_gradient("GetItem")
 def _getitem_grad(op, g):
     """x[index]'s gradient is g added into zeros of x's shape at the index (GetItemGrad)."""
-    from graph.ops.indexing import get_item_grad
     dyn = [op.inputs[i] for i in range(1, len(op.fwd_inputs))]
     return [get_item_grad(g, op.input_shape(0), op.attrs["index"], dyn)] + [None] * len(dyn)
 
@@ -153,7 +152,6 @@ def _scatter_slices_grad(op, g):
 @register_gradient("SetItem")
 def _setitem_grad(op, g):
     """x with x[index] = v: x's gradient is g with the assigned places zeroed; v's is g[index], reduced."""
-    from graph.core import make_op
     index = op.attrs["index"]
     dyn = [op.inputs[i] for i in range(2, len(op.fwd_inputs))]
     gx = gv = None
@@ -166,7 +164,6 @@ def _setitem_grad(op, g):
 
 
 def _getitem(x, index: IndexSpec, dyn):
-    from graph.core import make_op
     if not dyn and all(it is Ellipsis or it == Slice(None, None, None) for it in index.items):
         return x
     return make_op("GetItem", [x, *dyn], {"index": index}).outputs[0]

@@ -31,8 +31,10 @@ from graph.control_flow.stack import add_popped_value, add_pushed_value, pushed_
 from graph.core import Node, Tensor, get_opdef, route
 from graph.errors import GraphError
 from graph.ops._util import constant
+from graph.ops.array import shape, zeros
 from grad import saved as _saved
 from grad.analysis import GraphIndex, ancestors, is_within
+from grad.tensor_array_grad import gradient_array, spec_of
 
 
 @dataclass(frozen=True, slots=True)
@@ -248,7 +250,6 @@ class GradState:
     # -- shapes and zeros -------------------------------------------------------------------
     def resolve_shape(self, t: Tensor) -> Tensor:
         """`t`'s shape as an int64 vector; saves at most the shape, never the value."""
-        from graph.ops.array import shape
         if _sh.is_fully_defined(t.shape):
             return constant(np.asarray(t.shape, dtype=np.int64))
         t = _shape_source(t, self.index)
@@ -264,9 +265,7 @@ class GradState:
     def zeros_like(self, t: Tensor) -> Tensor:
         """Zeros shaped like forward tensor `t` (for a TensorArray handle: its gradient array)."""
         if t.dtype is _dt.variant:
-            from grad.tensor_array_grad import gradient_array, spec_of
             return gradient_array(self, self.resolve(t), spec_of(t)).handle
-        from graph.ops.array import zeros
         z = zeros(self.resolve_shape(t), t.dtype)
         if t.shape is not None and _sh.compatible(z.shape, t.shape):
             z.shape = t.shape if z.shape is None else tuple(a if a is not None else b

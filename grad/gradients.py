@@ -7,6 +7,7 @@ from graph.control_flow.contexts import CondContext
 from graph.core import Tensor
 from graph.errors import GraphError
 from graph.ops._util import convert
+from graph.ops.array import ones_like, zeros
 from grad.accumulate import add_n, conform
 from grad.analysis import GraphIndex, ancestors, differentiable_dtype, is_within, variable_of
 from grad.backprop import backprop_region
@@ -88,7 +89,6 @@ def _seeds(y_list, grad_ys) -> list:
 
 
 def _ones_like(y: Tensor) -> Tensor:
-    from graph.ops.array import ones_like
     return ones_like(y)
 
 
@@ -141,7 +141,6 @@ def _result(x, inner, outer, grads, var_grads, state, unconnected):
             return conform(add_n(parts), like, "a variable") if like is not None else add_n(parts)
         if unconnected == "none":
             return None
-        from graph.ops.array import zeros
         value = x.value
         return zeros(tuple(value.shape), value.dtype)
     if x.dtype is _dt.variant or not differentiable_dtype(x):

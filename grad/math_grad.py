@@ -13,13 +13,13 @@ import numpy as np
 from graph import shapes as _sh
 from graph.ops import math as m
 from graph.ops._util import constant
+from graph.ops.array import concat, expand_dims, reduce_to_shape, reshape, transpose, where, zeros_like
 from grad.registry import register_gradient
 
 
 def unbroadcast(op, i: int, g):
     """`g` (shaped like op's output) summed down to input i's shape, in input i's dtype:
     the adjoints of broadcasting and of type promotion (float32 * float64 -> float64)."""
-    from graph.ops.array import reduce_to_shape
     x = op.fwd_inputs[i]
     if g is None:
         return None
@@ -33,13 +33,11 @@ def unbroadcast(op, i: int, g):
 
 
 def _zeros(g):
-    from graph.ops.array import zeros_like
     return zeros_like(g)
 
 
 def _select(mask, g):
     """g where mask holds, else 0 (broadcast to g's shape)."""
-    from graph.ops.array import where
     return where(mask, g, _zeros(g))
 
 
@@ -109,7 +107,6 @@ def _mod_grad(op, g):
 @register_gradient("Pow")
 def _pow_grad(op, g):
     """d(x^y) = y x^(y-1) dx + x^y log(x) dy (the dy term is 0 where x <= 0)."""
-    from graph.ops.array import where
     x, y = op.inputs[0], op.inputs[1]
     gx = gy = None
     if op.needs(0):
@@ -260,7 +257,6 @@ def _cast_grad(op, g):
 
 
 def _swap_last(x):
-    from graph.ops.array import transpose
     nd = x.ndim
     if nd is None:
         raise ValueError(f"the gradient of matmul needs operands of known rank, got {x.name}")
@@ -272,7 +268,6 @@ def _swap_last(x):
 @register_gradient("MatMul")
 def _matmul_grad(op, g):
     """d(a @ b) = g @ b^T for a and a^T @ g for b (numpy rules: 1-D operands, broadcast batch dims)."""
-    from graph.ops.array import expand_dims
     a_fwd, b_fwd = op.fwd_inputs
     if a_fwd.ndim == 1 and b_fwd.ndim == 1:
         return [m.mul(g, op.inputs[1]) if op.needs(0) else None,
@@ -310,13 +305,11 @@ def _reduce_to(g, op, i):
         return g
     if _sh.is_fully_defined(x.shape) and g.shape == x.shape:
         return g
-    from graph.ops.array import reduce_to_shape
     return reduce_to_shape(g, op.input_shape(i))
 
 
 def _vector_grad(g2, op, i, row: bool):
     """The gradient of a 1-D matmul operand from g2 of shape (..., 1, k) (row) or (..., k, 1)."""
-    from graph.ops.array import concat, reduce_to_shape, reshape
     if g2.ndim != 2:
         one = constant(np.asarray([1], np.int64))
         s = op.input_shape(i)

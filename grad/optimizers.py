@@ -15,7 +15,9 @@ import numpy as np
 from graph.ops import math as m
 from graph.ops._util import convert
 from graph.ops.basic import group
+from graph.ops.reduce import reduce_sum
 from graph.ops.state import Variable
+from grad.gradients import gradients
 
 
 def _pairs(grads, params) -> list[tuple[object, Variable]]:
@@ -43,7 +45,6 @@ class Optimizer:
     apply_gradients = apply
 
     def minimize(self, loss, params, name: str | None = None):
-        from grad.gradients import gradients
         return self.apply(gradients(loss, list(params)), params, name=name)
 
     def slot(self, param: Variable, what: str, scalar: bool = False) -> Variable:
@@ -111,7 +112,6 @@ class Adam(Optimizer):
 
 def global_norm(tensors) -> object:
     """`sqrt(sum of squares of all elements of all tensors)` (None entries are skipped)."""
-    from graph.ops.reduce import reduce_sum
     parts = [reduce_sum(m.square(convert(t))) for t in tensors if t is not None]
     if not parts:
         raise ValueError("global_norm needs at least one tensor")
