@@ -39,8 +39,9 @@ import numpy as np
 from exec import blas, load
 from exec.errors import NoProgressError, RunError
 from exec.recurrence import BUSY_CORES
-from exec.plan import (ASYNC, COND_SWITCH, DIRECT, ENTER, EXIT, LOOP_MERGE, MERGE, MULTI, NEXT, NORMAL, PENDING,
-                       SWITCH, TO_GUARDED, TO_LOOP_MERGE, TO_MERGE, TO_PRED, Plan)
+from exec.node_kinds import (ASYNC, COND_SWITCH, DIRECT, ENTER, EXIT, LOOP_MERGE, MERGE, MULTI, NEXT, NORMAL,
+                             PENDING, SWITCH, TO_GUARDED, TO_LOOP_MERGE, TO_MERGE, TO_PRED)
+from exec.plan import Plan
 
 _MISSING = object()
 _ready_queue = deque  # the queue of nodes to run; tests replace it to see which nodes ran
@@ -389,7 +390,7 @@ def _execute(plan: Plan, feed_values: list, pool: _Pool | None, inline_recurrenc
                 elif mode != TO_GUARDED:
                     queued += deliver1(dst, slot, mode, out, dead, it)
             # no stale reference here may stop the next write of a Variable whose value this was (or
-            # was a control input of a write) from updating it in place (exec/kernels/state.py)
+            # was a control input of a write) from updating it in place (exec/kernels/variables.py)
             out = st = None
         elif k == SWITCH or k == LOOP_MERGE or k == MERGE or k == MULTI or k == COND_SWITCH:
             c0, c1, cc = cons[i]  # consumers of port 0, port 1, control

@@ -10,20 +10,16 @@ from dataclasses import dataclass, field
 
 from graph import shapes as _sh
 from graph.core import Node, Tensor
-from exec import kernels as _kernels
 from exec.branches import plan_skipping
 from exec.devices import check_local
 from exec.donation import donatable_slot, exclusive_inputs
+from exec.kernels import HEAVY_OPS, INPLACE, get_inplace_kernel, get_kernel
+from exec.node_kinds import (ASYNC, COND_SWITCH, DIRECT, ENTER, EXIT, LOOP_MERGE, MERGE, MULTI, NEXT, NORMAL,
+                             PENDING, SINGLE_OUTPUT_KINDS, SWITCH, TO_FETCH, TO_GUARDED, TO_LOOP_MERGE, TO_MERGE)
+from exec.pending import REMAINING, slot_of, template
 from exec.recurrence import on_main_recurrence
 
-# node kinds; a COND_SWITCH is a Switch whose untaken side is skipped (exec/branches.py)
-NORMAL, MULTI, SWITCH, MERGE, LOOP_MERGE, ENTER, EXIT, NEXT, ASYNC, COND_SWITCH = range(10)
-# consumer-edge modes; TO_GUARDED: PENDING into a skippable branch from outside it; TO_PRED: PENDING
-# into a COND_SWITCH's predicate input (exec/branches.py)
-DIRECT, PENDING, TO_MERGE, TO_LOOP_MERGE, TO_FETCH, TO_GUARDED, TO_PRED = range(7)
-
 _KIND_OF_OP = {"Switch": SWITCH, "Enter": ENTER, "Exit": EXIT, "NextIteration": NEXT}
-SINGLE_OUTPUT_KINDS = frozenset({NORMAL, ENTER, EXIT, NEXT, ASYNC})
 
 # Elementwise work on at least this many elements goes to the pool (when enabled).
 ASYNC_MIN_ELEMENTS = 1 << 17
@@ -38,7 +34,7 @@ class Plan:
     nin: list[int]
     ndata: list[int]
     cons: list                # single-output kinds: [(dst, slot, mode)]; others: (port0, port1, control)
-    tmpl: list                # pending-state template per multi-input node: [remaining, dead, *slots]
+    tmpl: list                # pending-input record template per node that waits (exec/pending.py), or None
     sources: list[int]        # root nodes with no inputs (excluding feeds)
     feeds: list[tuple[int, int]]  # (node local id, feed index)
     fetches: list[Tensor]
@@ -50,6 +46,7 @@ class Plan:
     bindable: dict = field(default_factory=dict)     # constant Enter -> [(dst, slot)] bound per frame
     unbound: dict = field(default_factory=dict)      # constant Enter -> entries delivered per iteration
     donated: dict = field(default_factory=dict)      # node -> input slot its kernel computes into
+    uses_pool: bool = False                          # some node is ASYNC: runs need a pool
     recurrence: frozenset = frozenset()              # heavy nodes of loop recurrences (exec/recurrence.py)
     other_cores: float = 0.0                         # cores other processes used in the last run
     dead_cons: dict = field(default_factory=dict)    # Switch -> its ports' consumers but Exits
@@ -110,7 +107,7 @@ def build_plan(graph, fetches: list[Tensor], targets: list[Node], feeds: list[Te
             if n.op == "Placeholder":
                 loc = f" (created at {n.source})" if n.source else ""
                 raise ValueError(f"placeholder {n.name!r}{loc} must be fed: pass it in feed_dict")
-            fn[i] = _kernels.get_kernel(n, rt)
+            fn[i] = get_kernel(n, rt)
             if use_pool and k == NORMAL and _is_heavy(n):
                 kind[i] = ASYNC
         nd = len(n.inputs)
@@ -123,7 +120,7 @@ def build_plan(graph, fetches: list[Tensor], targets: list[Node], feeds: list[Te
         # pending-input templates; a node whose one input is a control edge gets one too, so that
         # it is called without arguments, as DIRECT would hand it the control value
         if kind[i] not in (MERGE, LOOP_MERGE) and (nin[i] > 1 or nin[i] == 1 and nd == 0):
-            tmpl[i] = [nin[i], False] + [None] * nin[i]
+            tmpl[i] = template(nin[i])
         if k == ENTER:
             name = n.attrs["frame_name"]
             plan.frame_info[i] = (name, n.attrs["is_constant"], n.attrs["parallel_iterations"])
@@ -158,7 +155,8 @@ def build_plan(graph, fetches: list[Tensor], targets: list[Node], feeds: list[Te
     for i in plan.cond_switches:
         kind[i] = COND_SWITCH
     _bind_constants(plan)
-    if ASYNC in kind:  # where the loops' critical recurrences run is decided per run (exec/recurrence.py)
+    plan.uses_pool = ASYNC in kind
+    if plan.uses_pool:  # where the loops' critical recurrences run is decided per run (exec/recurrence.py)
         heavy = [k == ASYNC for k in kind]
         plan.recurrence = frozenset(i for i, r in enumerate(on_main_recurrence(nodes, _successors(plan), heavy)) if r)
     return plan
@@ -176,10 +174,10 @@ def _donate(plan: Plan, rt, fed: set) -> None:
     """Kernels that alone read an input's fresh buffer compute into it (exec/donation.py)."""
     for i, slots in exclusive_inputs(plan.nodes, plan.local, plan.fetches, fed).items():
         node = plan.nodes[i]
-        if plan.kind[i] not in (NORMAL, ASYNC) or node.op not in _kernels.INPLACE:
+        if plan.kind[i] not in (NORMAL, ASYNC) or node.op not in INPLACE:
             continue
         j = donatable_slot(node, slots)
-        f = None if j is None else _kernels.get_inplace_kernel(node, rt, j)
+        f = None if j is None else get_inplace_kernel(node, rt, j)
         if f is not None:
             plan.fn[i] = f
             plan.donated[i] = j
@@ -213,9 +211,9 @@ def _bind_constants(plan: Plan) -> None:
         value, rest = plan.fn[i](), []
         for dst, slot, mode in plan.cons[i]:
             t = plan.tmpl[dst]
-            if mode in pending and t is not None and t[0] > 1 and t[slot] is None:
+            if mode in pending and t is not None and t[REMAINING] > 1 and t[slot] is None:
                 t[slot] = value
-                t[0] -= 1
+                t[REMAINING] -= 1
             else:
                 rest.append((dst, slot, mode))
         plan.cons[i][:] = rest
@@ -255,7 +253,7 @@ def _add_edge(plan: Plan, src: int, port: int, dst: int, slot: int) -> None:
         mode = DIRECT
     else:
         mode = PENDING
-    offset = slot if kd in (MERGE, LOOP_MERGE) else slot + 2
+    offset = slot if kd in (MERGE, LOOP_MERGE) else slot_of(slot)  # a Merge's slot is the input's index
     if plan.kind[src] in SINGLE_OUTPUT_KINDS:
         plan.cons[src].append((dst, offset, mode))
     else:
@@ -290,7 +288,7 @@ def _is_heavy(n: Node) -> bool:
             flops = _sh.num_elements(a.shape) * (b.shape[-1] if len(b.shape) >= 2 else 1)
             return flops >= ASYNC_MIN_MATMUL_FLOPS
         return True
-    if n.op in _kernels.HEAVY_OPS:
+    if n.op in HEAVY_OPS:
         return True
     if not n.outputs or n.op in _CONSTANT_TIME:
         return False

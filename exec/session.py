@@ -140,7 +140,7 @@ class _Runner:
         plan = session._plan(self.ids + (version,), self.tensors, self.targets, self.feeds)
         last, pool = self.planned
         if plan is not last:
-            pool = _shared_pool(session.inter_op_threads) if _uses_pool(plan) else None
+            pool = _shared_pool(session.inter_op_threads) if plan.uses_pool else None
             self.planned = (plan, pool)
         results = execute(plan, values, pool)
         out = []
@@ -152,14 +152,6 @@ class _Runner:
             else:
                 out.append(None)
         return out
-
-
-def _uses_pool(plan: Plan) -> bool:
-    from exec.plan import ASYNC
-    cached = getattr(plan, "_uses_pool", None)
-    if cached is None:
-        cached = plan._uses_pool = ASYNC in plan.kind
-    return cached
 
 
 def _as_feed_key(t) -> Tensor:

@@ -3,9 +3,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from exec.kernels import kernel, simple
+from exec.kernels.registry import kernel, simple
 from graph import shapes as _sh
-from graph.ops._util import static_value
+from graph.ops.conversion import static_value
 
 
 def _scalar(out):

@@ -9,7 +9,7 @@ import operator
 
 import numpy as np
 
-from exec.kernels import kernel
+from exec.kernels.registry import kernel
 from graph.ops.indexing import Dyn, Slice
 
 

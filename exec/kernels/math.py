@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from exec.kernels import inplace, kernel, simple
+from exec.kernels.registry import inplace, kernel, simple
 
 _UFUNCS = {
     "Add": np.add, "Sub": np.subtract, "Mul": np.multiply, "TrueDiv": np.true_divide,

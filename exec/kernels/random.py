@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from exec.kernels import kernel
+from exec.kernels.registry import kernel
 
 
 def _scalar(out):

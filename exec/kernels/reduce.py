@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from exec.kernels import kernel
+from exec.kernels.registry import kernel
 
 _FUNCS = {"Sum": np.add.reduce, "Prod": np.multiply.reduce, "Max": np.maximum.reduce,
           "Min": np.minimum.reduce, "Any": np.logical_or.reduce, "All": np.logical_and.reduce,

@@ -2,7 +2,8 @@
 import numpy as np
 
 import graph as G
-from exec.plan import ASYNC, build_plan
+from exec.node_kinds import ASYNC
+from exec.plan import build_plan
 from exec.runtime import Runtime
 
 

@@ -3,7 +3,7 @@ import numpy as np
 
 import graph as G
 from exec import Session
-from exec.plan import ASYNC
+from exec.node_kinds import ASYNC
 from exec.recurrence import _components
 
 

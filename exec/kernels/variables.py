@@ -12,7 +12,7 @@ import sys
 
 import numpy as np
 
-from exec.kernels import kernel
+from exec.kernels.registry import kernel
 from exec.kernels.indexing import index_function
 
 
