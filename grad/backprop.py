@@ -6,10 +6,11 @@ from graph.core import Node, Tensor
 from graph.errors import GraphError
 from grad.accumulate import Grads, conform
 from grad.analysis import is_within, variable_of
+from grad.build_state import GradState
 from grad.registry import GradOp, construct_gradient_rule, gradient_rule, is_differentiable
 
 
-def backprop_region(state, region, seeds: dict[Tensor, Tensor]):
+def backprop_region(state: GradState, region, seeds: dict[Tensor, Tensor]) -> tuple[Grads, dict]:
     """Propagates `seeds` (gradients of tensors of `region`) back through the region.
 
     Returns (Grads, {variable: [gradient contributions]}): the Grads hold the
@@ -35,7 +36,7 @@ def backprop_region(state, region, seeds: dict[Tensor, Tensor]):
     return grads, var_grads
 
 
-def _construct_grad(state, unit, grads: Grads, var_grads: dict) -> None:
+def _construct_grad(state: GradState, unit, grads: Grads, var_grads: dict) -> None:
     rule = construct_gradient_rule(unit)
     if rule is None:
         raise GraphError(f"gradients: internal error: no gradient rule is registered for {type(unit).__name__} "
@@ -43,7 +44,7 @@ def _construct_grad(state, unit, grads: Grads, var_grads: dict) -> None:
     rule(state, unit, grads, var_grads)
 
 
-def _node_grad(state, n: Node, grads: Grads, var_grads: dict) -> None:
+def _node_grad(state: GradState, n: Node, grads: Grads, var_grads: dict) -> None:
     if n.op == "StackPush":
         gs = state.gradient_stacks.get(stack_of(n.inputs[0]))
         if gs is None or not any(state.is_active(v) for v in pushed_values(n)):
