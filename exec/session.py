@@ -132,7 +132,7 @@ class _Runner:
 
     def run(self, session: Session, values) -> list:
         """The flat fetches' values after a run of `session` with `values` fed to the fed tensors (in order)."""
-        version = session.graph._version
+        version = session.graph.version
         if version != self.version:  # a graph change may have refined a fed tensor's shape
             self.checks = [_feed_check(t) for t in self.feeds]
             self.version = version

@@ -13,7 +13,7 @@ from graph import dtypes as _dt
 from graph import shapes as _sh
 from graph.core import Tensor
 from graph.errors import GraphError
-from graph.ops._util import convert, static_value
+from graph.ops.conversion import convert, static_value
 from graph.ops.indexing import is_static_basic, scatter_slices
 from graph.ops.math import add
 

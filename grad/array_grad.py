@@ -13,7 +13,8 @@ import numpy as np
 from graph.core import make_op
 from graph.ops import array as a
 from graph.ops import math as m
-from graph.ops._util import constant
+from graph.ops.conversion import constant
+from graph.ops.creation import zeros_like
 from graph.ops.indexing import IndexSpec, Slice, get_item_grad, parse_index
 from graph.ops.reduce import reduce_sum
 from grad.math_grad import unbroadcast
@@ -115,7 +116,7 @@ def _gather_grad(op, g):
 def _select_grad(op, g):
     """where(c, x, y): the gradient goes to x where c holds and to y elsewhere (each reduced to its shape)."""
     c = op.inputs[0]
-    zeros = a.zeros_like(g)
+    zeros = zeros_like(g)
     gx = unbroadcast(op, 1, a.where(c, g, zeros)) if op.needs(1) else None
     gy = unbroadcast(op, 2, a.where(c, zeros, g)) if op.needs(2) else None
     return [None, gx, gy]

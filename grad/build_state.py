@@ -28,10 +28,12 @@ from graph import dtypes as _dt
 from graph import shapes as _sh
 from graph.control_flow.contexts import WhileContext
 from graph.control_flow.stack import add_popped_value, add_pushed_value, pushed_values, stack_new, stack_pop
-from graph.core import Node, Tensor, get_opdef, route
+from graph.core import Node, Tensor, route
 from graph.errors import GraphError
-from graph.ops._util import constant
-from graph.ops.array import shape, zeros
+from graph.op_registry import get_opdef
+from graph.ops.conversion import constant
+from graph.ops.creation import zeros
+from graph.ops.shape_ops import shape
 from grad import saved as _saved
 from grad.analysis import GraphIndex, ancestors, is_within
 from grad.tensor_array_grad import gradient_array, spec_of
@@ -136,7 +138,7 @@ class GradState:
             if id(c) in where:
                 target = c
                 break
-        with self.graph._in_context(target):
+        with self.graph.in_context(target):
             return fn(*ts)
 
     def _mirror(self, ctx):
@@ -222,7 +224,7 @@ class GradState:
             recs = self.records_upto(ctx.frame)
             handle = self.new_stack("saved in " + ctx.describe())
             push = self.push(handle, [t], ctx, [r.counter.body for r in recs], name="save")
-            with self.graph._in_context(self._mirror(ctx)):
+            with self.graph.in_context(self._mirror(ctx)):
                 (out,) = stack_pop(handle, [r.index for r in recs], [t.dtype], [t.shape], name="saved")
             self._saves[ctx] = (push, out.node)
         else:
@@ -233,7 +235,7 @@ class GradState:
         return out
 
     def new_stack(self, what: str) -> Tensor:
-        with self.graph._in_context(self.top):
+        with self.graph.in_context(self.top):
             return stack_new(name=what)
 
     def push(self, handle: Tensor, values: list[Tensor], ctx, keys: list[Tensor], name: str | None = None) -> Node:
@@ -258,7 +260,7 @@ class GradState:
             return shape(self.resolve(t))
         s = self._shapes.get(t)
         if s is None:
-            with self.graph._in_context(ctx):
+            with self.graph.in_context(ctx):
                 s = self._shapes[t] = shape(t)
         return self.resolve(s)
 

@@ -38,7 +38,7 @@ from graph.control_flow.contexts import CondContext, CondState, WhileContext
 from graph.control_flow.while_loop import while_loop
 from graph.core import Tensor
 from graph.errors import GraphError, user_location
-from graph.ops._util import constant
+from graph.ops.conversion import constant
 from graph.ops.math import greater_equal, sub
 from grad import loop_sums
 from grad import saved as _saved
@@ -144,7 +144,7 @@ def _gradient_cond(grad_state, pred, branches, branch_grad, zeros) -> dict:
             ctx = CondContext(state, b, outer)
             state.branches.append(ctx)
             grad_state.deferred[ctx] = []
-            with graph._in_context(ctx):
+            with graph.in_context(ctx):
                 built[b] = (ctx, branch_grad(branches[b]))
         keys = list(built[1][1]) + [k for k in built[0][1] if k not in built[1][1]]
         merged = {}
@@ -152,7 +152,7 @@ def _gradient_cond(grad_state, pred, branches, branch_grad, zeros) -> dict:
             ins = []
             for b in (0, 1):
                 ctx, out = built[b]
-                with graph._in_context(ctx):
+                with graph.in_context(ctx):
                     v = out.get(key)
                     v = zeros(key) if v is None else v
                     if v.node.context is not ctx:  # through the branch, so it is dead when not taken

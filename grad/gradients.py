@@ -6,8 +6,8 @@ from graph import nest
 from graph.control_flow.contexts import CondContext
 from graph.core import Tensor
 from graph.errors import GraphError
-from graph.ops._util import convert
-from graph.ops.array import ones_like, zeros
+from graph.ops.conversion import convert
+from graph.ops.creation import ones_like, zeros
 from grad.accumulate import add_n, conform
 from grad.analysis import GraphIndex, ancestors, differentiable_dtype, is_within, variable_of
 from grad.backprop import backprop_region

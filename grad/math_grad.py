@@ -12,8 +12,9 @@ import numpy as np
 
 from graph import shapes as _sh
 from graph.ops import math as m
-from graph.ops._util import constant
-from graph.ops.array import concat, expand_dims, reduce_to_shape, reshape, transpose, where, zeros_like
+from graph.ops.array import concat, expand_dims, reduce_to_shape, reshape, transpose, where
+from graph.ops.conversion import constant
+from graph.ops.creation import zeros_like
 from grad.registry import register_gradient
 
 

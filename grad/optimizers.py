@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from graph.ops import math as m
-from graph.ops._util import convert
+from graph.ops.conversion import convert
 from graph.ops.basic import group
 from graph.ops.reduce import reduce_sum
 from graph.ops.state import Variable

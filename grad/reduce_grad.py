@@ -4,6 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from graph.ops import array as a
+from graph.ops import creation as c
 from graph.ops import math as m
 from graph.ops.reduce import reduce_prod, reduce_sum
 from grad.registry import register_gradient
@@ -24,7 +25,7 @@ def _keep(op, t):
         return t
     axes = _axes(op)
     if axes is None:  # unknown rank, all axes: a shape of ones of the input's rank
-        return a.reshape(t, a.ones_like(op.input_shape(0)))
+        return a.reshape(t, c.ones_like(op.input_shape(0)))
     return a.expand_dims(t, axes) if axes else t
 
 
@@ -78,11 +79,11 @@ def _prod_grad(op, g):
     axes = _axes(op)
     is_zero = m.equal(x, 0)
     zeros_in = reduce_sum(m.cast(is_zero, np.int64), axis=axes, keepdims=True)
-    others = reduce_prod(a.where(is_zero, a.ones_like(x), x), axis=axes, keepdims=True)
+    others = reduce_prod(a.where(is_zero, c.ones_like(x), x), axis=axes, keepdims=True)
     y = _keep(op, op.outputs[0])
-    safe_x = a.where(is_zero, a.ones_like(x), x)
-    at_zero = a.where(m.equal(zeros_in, 1), others, a.zeros_like(others))
-    local = a.where(is_zero, m.mul(a.ones_like(x), at_zero), m.truediv(y, safe_x))
+    safe_x = a.where(is_zero, c.ones_like(x), x)
+    at_zero = a.where(m.equal(zeros_in, 1), others, c.zeros_like(others))
+    local = a.where(is_zero, m.mul(c.ones_like(x), at_zero), m.truediv(y, safe_x))
     return m.mul(_keep(op, g), local)
 
 

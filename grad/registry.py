@@ -18,7 +18,8 @@ from __future__ import annotations
 
 from typing import Callable, Sequence
 
-from graph.core import Tensor, get_opdef
+from graph.core import Tensor
+from graph.op_registry import get_opdef
 
 _RULES: dict[str, Callable] = {}
 _CONSTRUCT_RULES: dict[type, Callable] = {}

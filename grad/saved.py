@@ -20,7 +20,7 @@ import numpy as np
 
 from graph.control_flow.contexts import CondContext, CondState, WhileContext
 from graph.core import Node, Tensor
-from graph.ops._util import constant
+from graph.ops.conversion import constant
 from grad.analysis import ancestors, is_within
 
 _COUNTERS: "weakref.WeakKeyDictionary[WhileContext, Counter]" = weakref.WeakKeyDictionary()
@@ -57,17 +57,17 @@ def counter_for(loop: WhileContext) -> Counter:
     with graph.name_scope(loop.frame_name + "/"), graph.control_dependencies(None):
         zero = constant(np.int64(0))
         if outer is not None:
-            with graph._in_context(outer):
+            with graph.in_context(outer):
                 zero = graph.create_node("Identity", [zero], name="counter_init").outputs[0]
         enter = loop.make_enter(zero, is_constant=False)
-        with graph._in_context(loop):
+        with graph.in_context(loop):
             merge = graph.create_node("Merge", [enter, enter], name="counter")
             switch = graph.create_node("Switch", [merge.outputs[0], loop.loop_cond.outputs[0]],
                                        name="counter_switch")
             exit_ = loop.make_exit(switch.outputs[0])
             inc = graph.create_node("Add", [switch.outputs[1], constant(np.int64(1))], name="counter_next")
             nxt = graph.create_node("NextIteration", [inc.outputs[0]], name="counter_next_iteration")
-        merge._update_input(1, nxt.outputs[0])
+        merge.update_input(1, nxt.outputs[0])
     # recorded like any loop variable, so readers of the loop structure see all of it
     loop.enters.append(enter.node)
     loop.merges.append(merge)
@@ -95,7 +95,7 @@ def barrier_for(state: CondState) -> Barrier:
     with graph.control_dependencies(None):
         for ctx in state.branches:
             pivot = ctx.pivot
-            with graph._in_context(ctx):
+            with graph.in_context(ctx):
                 done[ctx.branch] = graph.create_node("Identity", [pivot.outputs[0]], name="saved")
         merge = graph.create_node("Merge", [done[0].outputs[0], done[1].outputs[0]], name="saved_merge",
                                   context=outer)
@@ -122,9 +122,9 @@ def wait_in_iteration(node: Node, top, deferred: dict) -> None:
             return
         if isinstance(ctx, CondContext):
             b = barrier_for(ctx.state)
-            b.done[ctx.branch]._add_control_input(node)
+            b.done[ctx.branch].add_control_input(node)
             node = b.merge
             continue
         c = counter_for(ctx)
-        c.inc._add_control_input(node)
+        c.inc.add_control_input(node)
         node = c.exit.node

@@ -1,10 +1,14 @@
-"""The graph IR: `Graph`, `Node`, symbolic `Tensor`, op definitions, default graph.
+"""The graph builder: `Graph` (nodes, names, scopes, the current control-flow context, effect order,
+checkpoints) and the default graph that op builders add to.
 
 A node is created in the control-flow context that is current when it is built
 (a cond branch or a while loop body). Inputs produced in an enclosing context are
 routed in automatically: through a Switch for a cond branch, through a constant
 Enter for a loop. That is what makes closures over outer tensors "just work" in
 `cond` and `while_loop` bodies, as in TensorFlow's control-flow contexts.
+
+The records themselves (Node, Tensor, and the ControlFlowContext protocol that
+contexts implement) are in graph/node.py; op types in graph/op_registry.py.
 """
 from __future__ import annotations
 
@@ -12,187 +16,18 @@ import contextlib
 import itertools
 import threading
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable, Sequence
-
-import numpy as np
+from typing import Any, Iterable, Iterator, Sequence
 
 from graph import dtypes as _dt
+from graph import printing
 from graph import shapes as _sh
-from graph.errors import GraphError, SourceLocation, SymbolicBoolError, user_location
+from graph import validate as _validate
+from graph.errors import GraphError, SourceLocation, user_location
+from graph.node import ControlFlowContext, Node, Tensor
+from graph.op_registry import get_opdef
 
 CPU = "/cpu:0"
 _CURRENT = object()  # create_node default: the graph's current control-flow context
-
-
-# --------------------------------------------------------------------------- op definitions
-
-@dataclass(frozen=True, slots=True)
-class OpDef:
-    """What the graph knows about an op type: how to infer its outputs.
-
-    `infer(inputs, attrs)` returns one `(dtype, shape)` per output.
-    `stateful` ops are never deduplicated or folded; `ordered` ones are also
-    chained in program order within their context (prints, asserts, variable
-    reads and writes, random draws), so their effects happen in the order the
-    user wrote them.
-    """
-
-    name: str
-    infer: Callable[[list, dict], list]
-    stateful: bool = False
-    ordered: bool = False
-    hoist: bool = False  # built in the root context (constants, placeholders)
-    differentiable: bool = True
-
-
-_OPS: dict[str, OpDef] = {}
-
-
-def register_op(name: str, infer: Callable, **flags) -> OpDef:
-    if name in _OPS:
-        raise ValueError(f"op {name!r} is already registered")
-    op = OpDef(name, infer, **flags)
-    _OPS[name] = op
-    return op
-
-
-def get_opdef(name: str) -> OpDef:
-    try:
-        return _OPS[name]
-    except KeyError:
-        raise KeyError(f"unknown op type {name!r}") from None
-
-
-def registered_ops() -> list[str]:
-    return sorted(_OPS)
-
-
-# --------------------------------------------------------------------------- tensors and nodes
-
-class Tensor:
-    """A symbolic value: output `index` of `node`, with a dtype and a partial shape.
-
-    Arithmetic, comparisons, indexing and numpy functions on tensors build graph
-    nodes (installed by `graph.ops.operators`). Python cannot branch on one:
-    `bool(t)` raises with a pointer to the transpiler, `cond` and `while_loop`.
-    """
-
-    __slots__ = ("node", "index", "dtype", "shape", "__weakref__")
-    __array_priority__ = 1000  # numpy defers binary operators to us
-
-    def __init__(self, node: "Node", index: int, dtype, shape):
-        self.node = node
-        self.index = index
-        self.dtype = dtype
-        self.shape = shape
-
-    @property
-    def graph(self) -> "Graph":
-        return self.node.graph
-
-    @property
-    def op(self) -> str:
-        return self.node.op
-
-    @property
-    def name(self) -> str:
-        return f"{self.node.name}:{self.index}"
-
-    @property
-    def ndim(self) -> int | None:
-        return None if self.shape is None else len(self.shape)
-
-    def __repr__(self) -> str:
-        return f"<Tensor {self.name} {self.dtype}{_sh.format_shape(self.shape)}>"
-
-    __hash__ = object.__hash__
-
-    def __bool__(self):
-        raise SymbolicBoolError(
-            f"the truth value of graph tensor {self.name} is only known when the graph runs; "
-            "Python `if`/`while`/`and`/`or`/`not` cannot decide on it. Decorate the function with "
-            "@transpile.function to convert such control flow, or build it with graph.cond / graph.while_loop")
-
-    def __iter__(self):
-        raise SymbolicBoolError(
-            f"cannot iterate over graph tensor {self.name} in Python (unpacking, list(), a comprehension, ...): "
-            "its elements only exist when the graph runs. Write a `for` statement in a @transpile.function "
-            "(a `for` over a tensor becomes a graph loop; comprehensions and unpacking are not converted), index "
-            "it (t[0], t[1]) or use graph.unstack, or build the loop with graph.while_loop / graph.map_fn")
-
-    def __contains__(self, item):
-        raise SymbolicBoolError(
-            f"`x in t` on graph tensor {self.name} would need its values while the graph is built; "
-            "use graph.reduce_any(graph.equal(t, x))")
-
-    def __len__(self):
-        if self.shape is not None and self.shape and self.shape[0] is not None:
-            return self.shape[0]
-        raise SymbolicBoolError(
-            f"len() of graph tensor {self.name} with shape {_sh.format_shape(self.shape)} is not known when "
-            "the graph is built. Use graph.shape(t)[0], or decorate the function with @transpile.function "
-            "so that len() is converted")
-
-    def __index__(self):
-        raise SymbolicBoolError(
-            f"graph tensor {self.name} cannot be used as a Python index or size: its value is only known at run "
-            "time. Use graph ops (e.g. graph.gather, graph.reshape with a tensor shape) instead")
-
-    def __float__(self):
-        raise SymbolicBoolError(f"float() of graph tensor {self.name}: its value is only known at run time. "
-                                "Use graph.cast(t, np.float64)")
-
-    def __int__(self):
-        raise SymbolicBoolError(f"int() of graph tensor {self.name}: its value is only known at run time. "
-                                "Use graph.cast(t, np.int64)")
-
-
-class Node:
-    """One operation in a graph.
-
-    Mutable only while control flow is being wired: a loop's Merge gets its
-    NextIteration back edge after the body is built, and effect ordering may add
-    control inputs. Everything else is fixed at creation.
-    """
-
-    __slots__ = ("graph", "id", "name", "op", "inputs", "control_inputs", "attrs", "device",
-                 "source", "context", "outputs", "__weakref__")
-
-    def __init__(self, graph, id_, name, op, inputs, control_inputs, attrs, device, source, context):
-        self.graph = graph
-        self.id = id_
-        self.name = name
-        self.op = op
-        self.inputs: list[Tensor] = inputs
-        self.control_inputs: list[Node] = control_inputs
-        self.attrs: dict[str, Any] = attrs
-        self.device: str = device
-        self.source: SourceLocation | None = source
-        self.context = context  # ControlFlowContext of the node's outputs, or None (root)
-        self.outputs: tuple[Tensor, ...] = ()
-
-    @property
-    def output(self) -> Tensor:
-        if len(self.outputs) != 1:
-            raise ValueError(f"node {self.name} ({self.op}) has {len(self.outputs)} outputs")
-        return self.outputs[0]
-
-    @property
-    def frame(self):
-        """The WhileContext whose frame this node's outputs live in (None: root)."""
-        return self.context.frame if self.context is not None else None
-
-    def _update_input(self, index: int, tensor: Tensor) -> None:
-        self.inputs[index] = tensor
-        self.graph._version += 1
-
-    def _add_control_input(self, node: "Node") -> None:
-        if node not in self.control_inputs:
-            self.control_inputs.append(node)
-            self.graph._version += 1
-
-    def __repr__(self) -> str:
-        return f"<Node {self.name} {self.op}>"
 
 
 # --------------------------------------------------------------------------- graph
@@ -205,12 +40,15 @@ class Graph:
         self._by_name: dict[str, Node] = {}
         self._name_counts: dict[str, int] = {}
         self._scope: list[str] = []
-        self._context = None  # current ControlFlowContext
+        self._context: ControlFlowContext | None = None
         self._control_deps: list[list[Node]] = []
         self._device_stack: list[str] = []
-        self._last_effect: dict[Any, Node] = {}
+        self._last_effect: dict[ControlFlowContext | None, Node] = {}
         self._version = 0
-        self.variables: dict[str, Any] = {}  # name -> graph.state.Variable
+        self.variables: dict[str, Any] = {}  # name -> graph.ops.variables.Variable
+        # (dtype, shape, bytes) -> the Const of a small constant built outside any control_dependencies
+        # block, so that repeated literals (1, 0.5, a shape) make one node (see graph.ops.conversion.constant)
+        self.constant_cache: dict[tuple, Tensor] = {}
         self.seed: int | None = None
         self._seed_counter = itertools.count(1)
         self.collections: dict[str, list] = {}
@@ -256,14 +94,21 @@ class Graph:
 
     @contextlib.contextmanager
     def device(self, name: str):
+        """Nodes built inside are placed on device `name` ("/cpu:0", "/gpu:1", ...)."""
         self._device_stack.append(name)
         try:
             yield
         finally:
             self._device_stack.pop()
 
+    @property
+    def has_control_dependencies(self) -> bool:
+        """Whether nodes built now get control inputs from an open `control_dependencies` block."""
+        return bool(self._control_deps)
+
     @contextlib.contextmanager
-    def _in_context(self, ctx):
+    def in_context(self, ctx: ControlFlowContext | None) -> Iterator[None]:
+        """Nodes built inside belong to control-flow context `ctx` (None: the top level)."""
         saved, self._context = self._context, ctx
         try:
             yield
@@ -271,8 +116,21 @@ class Graph:
             self._context = saved
 
     @property
-    def context(self):
+    def context(self) -> ControlFlowContext | None:
+        """The control-flow context that nodes are built in now (None: the top level)."""
         return self._context
+
+    # -- version --------------------------------------------------------------------------
+    @property
+    def version(self) -> int:
+        """A number that changes whenever the graph does (a node added, rewired or rolled back)."""
+        return self._version
+
+    def mark_changed(self) -> None:
+        """Records a change made to an existing node (a rewired input, an added output or control
+        input), so that whatever was derived from the graph at an older `version` (a plan, feed
+        checks) is derived again."""
+        self._version += 1
 
     # -- names --------------------------------------------------------------------------
     def unique_name(self, base: str, mark_used: bool = True) -> str:
@@ -357,12 +215,14 @@ class Graph:
         self._version += 1
         return node
 
-    # -- undo, for loops whose body is traced again with relaxed shapes ----------------
-    def _checkpoint(self) -> "_Checkpoint":
-        return _Checkpoint(len(self.nodes), dict(self._name_counts), dict(self._last_effect),
-                           set(self.variables), self._version)
+    # -- undo: a loop body traced again with relaxed shapes, a trace made only to learn a structure --
+    def checkpoint(self) -> Checkpoint:
+        """The state to come back to with `rollback`: nodes built after it are removed then."""
+        return Checkpoint(len(self.nodes), dict(self._name_counts), dict(self._last_effect), set(self.variables))
 
-    def _rollback(self, cp: "_Checkpoint") -> None:
+    def rollback(self, cp: Checkpoint) -> None:
+        """Removes every node built since `cp` was taken, and what the graph and the current
+        control-flow contexts recorded about them. Tensors of those nodes must not be used again."""
         for node in self.nodes[cp.num_nodes:]:
             del self._by_name[node.name]
         del self.nodes[cp.num_nodes:]
@@ -370,48 +230,62 @@ class Graph:
         self._last_effect = cp.last_effect
         for k in [k for k in self.variables if k not in cp.variables]:
             del self.variables[k]
-        cache = self.__dict__.get("_const_cache", {})
-        for k in [k for k, t in cache.items() if t.node.id >= cp.num_nodes]:
-            del cache[k]
+        for k in [k for k, t in self.constant_cache.items() if t.node.id >= cp.num_nodes]:
+            del self.constant_cache[k]
         ctx = self._context
         while ctx is not None:
             ctx.rollback(cp.num_nodes)
             ctx = ctx.outer
         self._version += 1
 
-    def _order_effect(self, node: Node, ctx) -> None:
+    # transpile/operators.py still uses the former private names
+    _checkpoint = checkpoint
+    _rollback = rollback
+
+    @contextlib.contextmanager
+    def scratch(self) -> Iterator[Checkpoint]:
+        """Builds nodes only to look at them: everything built inside is rolled back on exit."""
+        cp = self.checkpoint()
+        try:
+            yield cp
+        finally:
+            self.rollback(cp)
+
+    def _order_effect(self, node: Node, ctx: ControlFlowContext | None) -> None:
         """Chains an effectful node after the previous one in its context (program order)."""
         prev = self._last_effect.get(ctx)
         if prev is not None:
-            node._add_control_input(prev)
+            node.add_control_input(prev)
         elif ctx is not None:
             for c in ctx.effect_entry_controls():
-                node._add_control_input(c)
+                node.add_control_input(c)
         self._last_effect[ctx] = node
         if ctx is not None:
             ctx.has_effects = True
 
-    def last_effect(self, ctx=None) -> Node | None:
+    def last_effect(self, ctx: ControlFlowContext | None = None) -> Node | None:
+        """The last ordered effect built in `ctx` (None: the top level), which the next one follows."""
         return self._last_effect.get(ctx)
 
-    def set_last_effect(self, ctx, node: Node | None) -> None:
+    def set_last_effect(self, ctx: ControlFlowContext | None, node: Node | None) -> None:
+        """Makes `node` the effect that the next one in `ctx` follows (a cond's or loop's effects, done)."""
         if node is None:
             self._last_effect.pop(ctx, None)
         else:
             self._last_effect[ctx] = node
 
-    # -- printing -----------------------------------------------------------------------
+    # -- printing and checks ----------------------------------------------------------------
     def __str__(self) -> str:
-        from graph.printing import format_graph
-        return format_graph(self)
+        """One line per node: `%name = Op[attrs](%input, ^control) : types @frame`."""
+        return printing.format_graph(self)
 
-    def to_dot(self, **kwargs) -> str:
-        from graph.printing import to_dot
-        return to_dot(self, **kwargs)
+    def to_dot(self, show_types: bool = True) -> str:
+        """Graphviz source; loop frames and cond branches are nested clusters."""
+        return printing.to_dot(self, show_types=show_types)
 
     def validate(self) -> None:
-        from graph.validate import validate
-        validate(self)
+        """Raises GraphError listing what is structurally wrong (frames, back edges, dangling inputs)."""
+        _validate.validate(self)
 
     def __len__(self) -> int:
         return len(self.nodes)
@@ -421,12 +295,13 @@ class Graph:
 
 
 @dataclass(frozen=True, slots=True)
-class _Checkpoint:
+class Checkpoint:
+    """What `Graph.rollback` restores: the node count and the bookkeeping that grows with nodes."""
+
     num_nodes: int
     name_counts: dict
     last_effect: dict
     variables: set
-    version: int
 
 
 def _dedup(nodes: list[Node]) -> list[Node]:
@@ -440,7 +315,7 @@ def _dedup(nodes: list[Node]) -> list[Node]:
 
 # --------------------------------------------------------------------------- routing across contexts
 
-def _ancestors(ctx) -> list:
+def _ancestors(ctx: ControlFlowContext | None) -> list[ControlFlowContext]:
     out = []
     while ctx is not None:
         out.append(ctx)
@@ -448,7 +323,7 @@ def _ancestors(ctx) -> list:
     return out
 
 
-def route(ctx, t: Tensor, source=None) -> Tensor:
+def route(ctx: ControlFlowContext | None, t: Tensor, source: SourceLocation | None = None) -> Tensor:
     """Makes tensor `t` usable inside context `ctx` (adding Switch/Enter as needed)."""
     src = t.node.context
     if src is ctx:
@@ -461,7 +336,7 @@ def route(ctx, t: Tensor, source=None) -> Tensor:
     return ctx.capture(route(ctx.outer, t, source) if ctx.outer is not src else t)
 
 
-def route_control(ctx, node: Node, source=None) -> Node:
+def route_control(ctx: ControlFlowContext, node: Node, source: SourceLocation | None = None) -> Node:
     """A control input from an enclosing context, expressed in `ctx`'s frame."""
     src = node.context
     if src is not None and src is not ctx and src not in _ancestors(ctx):
@@ -472,7 +347,7 @@ def route_control(ctx, node: Node, source=None) -> Node:
     return ctx.capture_control(node)
 
 
-def escape_error(t: Tensor, ctx, source) -> GraphError:
+def escape_error(t: Tensor, ctx: ControlFlowContext | None, source: SourceLocation | None) -> GraphError:
     where = t.node.context.describe() if t.node.context is not None else "the top level"
     made = f" (built at {t.node.source})" if t.node.source else ""
     return GraphError(
@@ -492,10 +367,12 @@ _default = _DefaultStack()
 
 
 def get_default_graph() -> Graph:
+    """The innermost graph of a `with g.as_default()` block in this thread, else the global graph."""
     return _default.stack[-1] if _default.stack else _default.global_graph
 
 
 def reset_default_graph() -> Graph:
+    """Replaces this thread's global graph with an empty one."""
     if _default.stack:
         raise RuntimeError("reset_default_graph() inside a `with graph.as_default()` block")
     _default.global_graph = Graph()
@@ -518,12 +395,3 @@ def make_op(op: str, inputs: Sequence = (), attrs: dict | None = None, name: str
             control_inputs: Sequence = ()) -> Node:
     """Builds a node in the default graph (inputs already converted to tensors)."""
     return get_default_graph().create_node(op, inputs, attrs, name, control_inputs)
-
-
-def is_tensor(x) -> bool:
-    return isinstance(x, Tensor)
-
-
-def numpy_value(x):
-    """A concrete numpy value for a Python/numpy constant (not a tensor)."""
-    return np.asarray(x)

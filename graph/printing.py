@@ -1,9 +1,14 @@
-"""Text listing (`str(graph)`) and Graphviz output (`graph.to_dot()`)."""
+"""Text listing (`str(graph)`) and Graphviz output (`graph.to_dot()`).
+
+Reads only the node records (graph/node.py), so that graph/core.py can use it
+to give Graph its `__str__` and `to_dot`.
+"""
 from __future__ import annotations
 
 import numpy as np
 
 from graph import shapes as _sh
+from graph.node import Node
 
 _HIDDEN_ATTRS = {"dtype", "spec"}
 
@@ -41,7 +46,8 @@ def _type(t) -> str:
     return f"{getattr(dt, 'name', dt)}{_sh.format_shape(t.shape)}"
 
 
-def format_node(node) -> str:
+def format_node(node: Node) -> str:
+    """`%name = Op[attrs](%input:port, ^control) : types @frame`."""
     args = [_ref(t) for t in node.inputs] + [f"^{c.name}" for c in node.control_inputs]
     outs = ", ".join(_type(t) for t in node.outputs)
     frame = node.frame
@@ -50,6 +56,7 @@ def format_node(node) -> str:
 
 
 def format_graph(graph) -> str:
+    """The listing of a Graph: one `format_node` line per node, in creation order."""
     return "\n".join(format_node(n) for n in graph.nodes)
 
 
@@ -65,7 +72,6 @@ def _q(s: str) -> str:
 
 def to_dot(graph, show_types: bool = True) -> str:
     """Graphviz source: loop frames and cond branches are drawn as nested clusters."""
-    from graph.control_flow.contexts import CondContext, WhileContext
     children: dict[int, list] = {}
     members: dict[int, list] = {}
     contexts: dict[int, object] = {}
@@ -87,13 +93,8 @@ def to_dot(graph, show_types: bool = True) -> str:
                 label += "\\n" + ", ".join(_type(t) for t in n.outputs)
             lines.append(f"{indent}{_q(n.name)} [label={_q(label).replace(chr(92) * 2 + 'n', chr(92) + 'n')}, "
                          f"fillcolor={_q(_FILL.get(n.op, 'white'))}];")
-        for k, child in enumerate(children.get(id(ctx), [])):
-            if isinstance(child, WhileContext):
-                title, color = f"while {child.frame_name}", "#3b7dd8"
-            elif isinstance(child, CondContext):
-                title, color = child.describe(), ("#2e9e44" if child.branch else "#c0392b")
-            else:
-                title, color = type(child).__name__, "gray"
+        for child in children.get(id(ctx), []):
+            title, color = child.dot_cluster()
             lines.append(f"{indent}subgraph cluster_{id(child)} {{")
             lines.append(f"{indent}  label={_q(title)}; color={_q(color)}; style=rounded; fontsize=10;")
             emit(child, indent + "  ")

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from graph.errors import GraphError
+from graph.printing import format_graph
 
 
 def _frame(node):
@@ -50,7 +51,6 @@ def validate(graph) -> None:
     problems.extend(_frames(graph))
     problems.extend(_cycles(graph))
     if problems:
-        from graph.printing import format_graph
         listing = format_graph(graph)
         lines = listing.splitlines()
         if len(lines) > 200:

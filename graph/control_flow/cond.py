@@ -6,9 +6,10 @@ import numpy as np
 from graph import nest
 from graph import shapes as _sh
 from graph.control_flow.contexts import CondContext, CondState, effect_before
-from graph.core import Node, Tensor, get_default_graph
+from graph.core import get_default_graph
 from graph.errors import GraphError, user_location
-from graph.ops._util import convert
+from graph.node import Node, Tensor
+from graph.ops.conversion import convert
 
 
 def cond(pred, true_fn, false_fn, name: str | None = None, names=None):
@@ -35,7 +36,7 @@ def cond(pred, true_fn, false_fn, name: str | None = None, names=None):
         for branch, fn in ((1, true_fn), (0, false_fn)):
             ctx = CondContext(state, branch, outer)
             state.branches.append(ctx)
-            with graph._in_context(ctx):
+            with graph.in_context(ctx):
                 # an op (a print, an assignment, group(...)) gives no value (None): its effect is ordered
                 out = nest.map_structure(lambda v: None if isinstance(v, Node) else v, fn())
                 flat = [None if v is None else convert(v) for v in nest.flatten(out)]
@@ -78,7 +79,7 @@ def _finish_effects(graph, state: CondState, outer) -> None:
         last = graph.last_effect(ctx)
         # a branch without effects must still not let later effects overtake those before the cond
         done_after = last if last is not None else before
-        with graph._in_context(ctx):
+        with graph.in_context(ctx):
             tok = graph.create_node("Identity", [ctx.pivot.outputs[0]], name="effects_done",
                                     control_inputs=[done_after] if done_after is not None else ())
         tokens.append(tok.outputs[0])
@@ -87,9 +88,9 @@ def _finish_effects(graph, state: CondState, outer) -> None:
                 # outputs of a branch become visible only after its effects
                 idx = 1 if ctx.branch else 0
                 src = m.inputs[idx]
-                with graph._in_context(ctx):
+                with graph.in_context(ctx):
                     gated = graph.create_node("Identity", [src], name="after_effects", control_inputs=[last])
-                m._update_input(idx, gated.outputs[0])
+                m.update_input(idx, gated.outputs[0])
     done = graph.create_node("Merge", tokens, name="effects_merge", context=outer)
     graph.set_last_effect(outer, done)
     if outer is not None:  # an enclosing branch or loop body must wait for (and so run) these effects

@@ -5,49 +5,33 @@ Switch on the predicate; a loop body through a constant Enter) and gates "free"
 nodes (those with no input that could be dead) on a pivot, so that nothing in an
 untaken branch or in a loop's final, dead iteration executes. Gradient and
 partitioning code read these records; the executor does not need them.
+Both implement graph.node.ControlFlowContext, the protocol that Graph.create_node
+calls into.
 """
 from __future__ import annotations
 
-from graph.core import Node, Tensor, get_default_graph
+from graph.core import get_default_graph
+from graph.node import ControlFlowContext, Node, Tensor
+from graph.ops.conversion import constant
 
 
-class ControlFlowContext:
-    outer: "ControlFlowContext | None"
+class _ContextBase(ControlFlowContext):
+    """What CondContext and WhileContext share."""
+
+    outer: ControlFlowContext | None
     has_effects: bool
-
-    @property
-    def frame(self) -> "WhileContext | None":
-        raise NotImplementedError
-
-    def capture(self, t: Tensor) -> Tensor:
-        raise NotImplementedError
 
     def capture_control(self, node: Node) -> Node:
         """A node in this context's frame that runs after `node` (an outer node)."""
         graph = node.graph
-        with graph._in_context(self.outer):
+        with graph.in_context(self.outer):
             token = graph.create_node("Identity", [_zero(graph)], name="ctrl_token",
                                       control_inputs=[node]).outputs[0]
-        with graph._in_context(self):
+        with graph.in_context(self):
             return graph.create_node("Identity", [token], name="ctrl_token")
 
-    def on_node_created(self, node: Node) -> None:
-        raise NotImplementedError
-
-    def effect_entry_controls(self) -> list[Node]:
-        raise NotImplementedError
-
-    def rollback(self, first_removed_id: int) -> None:
-        """Forgets records of nodes with id >= first_removed_id (see Graph._rollback)."""
-
-    def describe(self) -> str:
-        raise NotImplementedError
-
-    def ancestors(self):
-        ctx = self
-        while ctx is not None:
-            yield ctx
-            ctx = ctx.outer
+    def hoisted_read(self, variable) -> Tensor | None:
+        return self.outer.hoisted_read(variable) if self.outer is not None else None
 
 
 def effect_before(graph, ctx):
@@ -61,20 +45,8 @@ def effect_before(graph, ctx):
         ctx = ctx.outer
 
 
-def hoisted_read(ctx, variable) -> Tensor | None:
-    """The read of `variable` that the outermost loop around `ctx` that never assigns it made before
-    it starts (see while_loop), or None: reads inside such a loop all see that one value."""
-    found = None
-    while ctx is not None:
-        if isinstance(ctx, WhileContext):
-            found = ctx.hoisted_reads.get(id(variable), found)
-        ctx = ctx.outer
-    return found
-
-
 def _zero(graph):
-    from graph.ops._util import constant
-    with graph._in_context(None):
+    with graph.in_context(None):
         return constant(0)
 
 
@@ -99,13 +71,13 @@ class CondState:
         sw = self.switches.get(t)
         if sw is None:
             graph = t.graph
-            with graph._in_context(outer):
+            with graph.in_context(outer):
                 sw = graph.create_node("Switch", [t, self.pred], name="Switch")
             self.switches[t] = sw
         return sw
 
 
-class CondContext(ControlFlowContext):
+class CondContext(_ContextBase):
     """One branch (`branch` 1: true, 0: false) of a conditional."""
 
     def __init__(self, state: CondState, branch: int, outer):
@@ -137,14 +109,14 @@ class CondContext(ControlFlowContext):
         if self._pivot is None:
             graph = self.pred.graph
             sw = self.state.switch_for(self.pred, self.outer)
-            with graph._in_context(self):
+            with graph.in_context(self):
                 self._pivot = graph.create_node("Identity", [sw.outputs[self.branch]],
                                                 name="pivot_t" if self.branch else "pivot_f")
         return self._pivot
 
     def on_node_created(self, node: Node) -> None:
         if not node.inputs and node is not self._pivot:
-            node._add_control_input(self.pivot)
+            node.add_control_input(self.pivot)
 
     def effect_entry_controls(self) -> list[Node]:
         controls = [self.pivot]
@@ -164,8 +136,11 @@ class CondContext(ControlFlowContext):
         where = f" at {self.state.source}" if self.state.source else ""
         return f"the {'true' if self.branch else 'false'} branch of the cond{where}"
 
+    def dot_cluster(self) -> tuple[str, str]:
+        return self.describe(), ("#2e9e44" if self.branch else "#c0392b")
 
-class WhileContext(ControlFlowContext):
+
+class WhileContext(_ContextBase):
     """One while loop: its frame, its plumbing nodes and its captured constants."""
 
     def __init__(self, frame_name: str, parallel_iterations: int, outer, source, names=None,
@@ -227,7 +202,7 @@ class WhileContext(ControlFlowContext):
             return self.merges[0]
         if self._body_pivot is None:
             graph = self.loop_cond.graph
-            with graph._in_context(self):
+            with graph.in_context(self):
                 lc = self.loop_cond.outputs[0]
                 sw = graph.create_node("Switch", [lc, lc], name="pivot_switch")
                 self._body_pivot = graph.create_node("Identity", [sw.outputs[1]], name="pivot")
@@ -241,10 +216,15 @@ class WhileContext(ControlFlowContext):
         # A node fed only by loop constants would otherwise fire in the final,
         # dead iteration too (and a NextIteration would start a new one).
         if node.op != "Merge" and all(self.is_invariant(t) for t in node.inputs):
-            node._add_control_input(self.pivot)
+            node.add_control_input(self.pivot)
 
     def effect_entry_controls(self) -> list[Node]:
         return [self.pivot]
+
+    def hoisted_read(self, variable) -> Tensor | None:
+        # the outermost loop's read wins: inside it, inner loops see that one value too
+        outer = super().hoisted_read(variable)
+        return outer if outer is not None else self.hoisted_reads.get(id(variable))
 
     def rollback(self, first_removed_id: int) -> None:
         _forget(self.constant_enters, first_removed_id)
@@ -259,3 +239,6 @@ class WhileContext(ControlFlowContext):
     def describe(self) -> str:
         where = f" at {self.source}" if self.source else ""
         return f"the while loop{where} (frame {self.frame_name})"
+
+    def dot_cluster(self) -> tuple[str, str]:
+        return f"while {self.frame_name}", "#3b7dd8"

@@ -13,7 +13,7 @@ from graph.control_flow.tensor_array import TensorArray
 from graph.control_flow.while_loop import while_loop
 from graph.core import get_default_graph
 from graph.errors import GraphError
-from graph.ops._util import convert
+from graph.ops.conversion import convert
 from graph.ops.math import add, less, sub
 
 
@@ -125,10 +125,6 @@ def map_fn(fn, elems, dtype=None, parallel_iterations: int = 10, name: str | Non
 
 
 def _probe_structure(fn, elems, tas):
-    graph = get_default_graph()
-    checkpoint = graph._checkpoint()
-    try:
+    with get_default_graph().scratch():
         out = fn(_element(elems, tas, convert(np.int64(0))))
         return nest.map_structure(lambda t: convert(t).dtype, out)
-    finally:
-        graph._rollback(checkpoint)

@@ -17,8 +17,7 @@ import numpy as np
 
 from graph import dtypes as _dt
 from graph import shapes as _sh
-from graph.core import register_op
-from graph.ops._util import same_as_input
+from graph.op_registry import register_op, same_as_input
 
 
 def _check_pred(pred) -> None:

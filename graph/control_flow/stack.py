@@ -25,7 +25,9 @@ import numpy as np
 
 from graph import dtypes as _dt
 from graph import shapes as _sh
-from graph.core import Tensor, make_op, register_op
+from graph.core import make_op
+from graph.node import Tensor
+from graph.op_registry import register_op
 
 _INT = "iu"
 
@@ -69,7 +71,7 @@ def add_pushed_value(push, value: Tensor) -> int:
     k = push.attrs["num_values"]
     push.inputs.insert(1 + k, value)
     push.attrs["num_values"] = k + 1
-    push.graph._version += 1
+    push.graph.mark_changed()
     return k
 
 
@@ -80,7 +82,7 @@ def add_popped_value(pop, dtype, shape) -> Tensor:
     pop.attrs["shapes"] = (*pop.attrs["shapes"], _sh.as_shape(shape))
     out = Tensor(pop, len(pop.outputs), dtype, _sh.as_shape(shape))
     pop.outputs = (*pop.outputs, out)
-    pop.graph._version += 1
+    pop.graph.mark_changed()
     return out
 
 

@@ -18,9 +18,12 @@ import numpy as np
 from graph import nest
 from graph import shapes as _sh
 from graph.control_flow.contexts import WhileContext, effect_before
-from graph.core import Tensor, get_default_graph
+from graph.core import get_default_graph
 from graph.errors import GraphError, user_location
-from graph.ops._util import convert
+from graph.node import Tensor
+from graph.ops.conversion import convert
+from graph.ops.math import add, less, logical_and
+from graph.ops.state import variable_uses
 
 _MAX_RELAXATIONS = 8
 
@@ -41,7 +44,6 @@ def while_loop(cond, body, loop_vars, parallel_iterations: int = 32, maximum_ite
         raise GraphError("while_loop needs a non-empty tuple or list of loop variables")
     if parallel_iterations < 1:
         raise GraphError(f"parallel_iterations must be >= 1, got {parallel_iterations}")
-    from graph.ops.state import variable_uses  # graph.ops.state reads loop records
     graph = get_default_graph()
     source = user_location()
     structure = loop_vars
@@ -56,7 +58,7 @@ def while_loop(cond, body, loop_vars, parallel_iterations: int = 32, maximum_ite
     shapes = [t.shape for t in flat]
     hoist: list = []
     for _ in range(_MAX_RELAXATIONS):
-        checkpoint = graph._checkpoint()
+        checkpoint = graph.checkpoint()
         ctx, exits, body_shapes = _build(graph, cond, body, structure, flat, shapes, labels, counted,
                                          max_iters, parallel_iterations, name, names, swap_memory, source, hoist)
         relaxed = [_relax(s, b) for s, b in zip(shapes, body_shapes, strict=True)]
@@ -68,7 +70,7 @@ def while_loop(cond, body, loop_vars, parallel_iterations: int = 32, maximum_ite
             [e for k, e in read.items() if k not in written]
         if relaxed == shapes and [id(v) for v, _ in invariant] == [id(v) for v, _ in hoist]:
             return nest.pack_as(structure, exits[:-1] if counted else exits)
-        graph._rollback(checkpoint)
+        graph.rollback(checkpoint)
         shapes, hoist = relaxed, invariant
     raise GraphError("the shapes of the loop variables did not stabilise", source)
 
@@ -117,7 +119,7 @@ def _build(graph, cond, body, structure, flat, shapes, labels, counted, max_iter
                 if t.node.context is not outer else t
             enter = ctx.make_enter(t_outer, is_constant=False, control_inputs=ordering)
             ctx.enters.append(enter.node)
-        with graph._in_context(ctx):
+        with graph.in_context(ctx):
             for enter, shape in zip(ctx.enters, shapes, strict=True):
                 m = graph.create_node("Merge", [enter.outputs[0], enter.outputs[0]], name="Merge")
                 m.outputs[0].shape = shape
@@ -127,7 +129,6 @@ def _build(graph, cond, body, structure, flat, shapes, labels, counted, max_iter
             pred = cond(*user_vars)
             pred = _as_predicate(pred, source)
             if counted:
-                from graph.ops.math import less, logical_and
                 pred = logical_and(less(loop_in[-1], max_iters), pred)
             pred_effect = graph.last_effect(ctx)
             ctx.loop_cond = graph.create_node("LoopCond", [pred], name="LoopCond")
@@ -144,7 +145,6 @@ def _build(graph, cond, body, structure, flat, shapes, labels, counted, max_iter
             out = _check_body_structure(structure, out, names, source)
             out_flat = [convert(v) for v in nest.flatten(out)]
             if counted:
-                from graph.ops.math import add
                 out_flat.append(add(body_in[-1], np.int64(1)))
             out_flat = [graph.create_node("Identity", [t], name="Identity").outputs[0]
                         if t.node.context is not ctx or ctx.is_invariant(t) else t for t in out_flat]
@@ -162,7 +162,7 @@ def _build(graph, cond, body, structure, flat, shapes, labels, counted, max_iter
             for m, t in zip(ctx.merges, out_flat, strict=True):
                 nxt = graph.create_node("NextIteration", [t], name="NextIteration")
                 ctx.next_iterations.append(nxt)
-                m._update_input(1, nxt.outputs[0])
+                m.update_input(1, nxt.outputs[0])
         if ctx.has_effects:
             graph.set_last_effect(outer, ctx.exits[0])
             if outer is not None:  # an enclosing branch or loop body must wait for this loop's effects

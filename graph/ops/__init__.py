@@ -1,9 +1,11 @@
 """Op builders. Importing this package registers every op type."""
-from graph.ops._util import constant, convert, static_value
+from graph.ops.conversion import constant, convert, static_value
 from graph.ops.basic import assert_, group, identity, no_op, placeholder, print_, stop_gradient
 from graph.ops.math import *  # noqa: F401,F403
 from graph.ops.math import cast, matmul
+from graph.ops.shape_ops import *  # noqa: F401,F403
 from graph.ops.array import *  # noqa: F401,F403
+from graph.ops.creation import *  # noqa: F401,F403
 from graph.ops.reduce import *  # noqa: F401,F403
 from graph.ops.indexing import *  # noqa: F401,F403
 from graph.ops.nn import *  # noqa: F401,F403

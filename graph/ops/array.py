@@ -1,156 +1,26 @@
-"""Shape and array ops: shape/size/rank, reshape, transpose, concat/stack, gather, fill, where, range.
+"""Array manipulation: reshape, transpose, expand_dims/squeeze, concat/stack/unstack/split,
+tile/broadcast_to and their inverse for gradients, gather and where.
 
-Ops that take a shape (Reshape, Fill, BroadcastTo, SumToShape, Tile) take it as
-an int64 1-D tensor input, so it may be computed at run time. Builders accept a
-tensor, an int, or a list mixing ints and scalar tensors; inference recovers
-every dimension that is known when the graph is built (`shape_value`).
+Shape arguments go through graph.ops.shape_ops (`shape_tensor`), so they may be
+tensors; inference keeps every dimension known when the graph is built.
 """
 from __future__ import annotations
 
-import builtins
 import operator
 
 import numpy as np
 
 from graph import dtypes as _dt
 from graph import shapes as _sh
-from graph.core import Tensor, make_op, register_op
+from graph.core import make_op
 from graph.errors import ShapeError
-from graph.ops._util import constant, convert, convert_pair, static_value
+from graph.node import Tensor
+from graph.op_registry import register_op
+from graph.ops.axes import common_rank, normalize_axis
+from graph.ops.conversion import convert, convert_pair
+from graph.ops.conversion import stack  # joins tensors like concat; defined with convert, which packs lists
 from graph.ops.math import cast
-
-_INT64 = np.dtype(np.int64)
-
-
-def _tensorish(v) -> bool:
-    return isinstance(v, Tensor) or hasattr(v, "_as_graph_tensor")
-
-
-def _axis_error(axis, shape, what: str = "axis") -> ShapeError:
-    return ShapeError(f"{what} {axis} is out of range for a tensor of shape {_sh.format_shape(shape)} "
-                      f"(rank {len(shape)})")
-
-
-def normalize_axis(axis: int, shape, what: str = "axis") -> int:
-    """`axis` in [0, rank); the error names the tensor's shape."""
-    nd = len(shape)
-    axis = operator.index(axis)
-    if not -nd <= axis < nd:
-        raise _axis_error(axis, shape, what)
-    return axis % nd
-
-
-# --------------------------------------------------------------------------- static shape values
-
-def shape_value(t: Tensor):
-    """What is known statically about the 1-D shape tensor `t`: a tuple of
-    ints and Nones (None = decided at run time), or None if even its length is unknown."""
-    v = static_value(t)
-    if v is not None:
-        return tuple(int(d) for d in np.asarray(v).reshape(-1))
-    n = t.node
-    if n.op == "Shape":
-        return n.inputs[0].shape
-    if n.op == "Cast":
-        return shape_value(n.inputs[0])
-    if n.op == "Stack" and n.attrs["axis"] == 0 and all(i.shape == () for i in n.inputs):
-        return tuple(scalar_value(i) for i in n.inputs)
-    if n.op == "Concat" and n.attrs["axis"] == 0:
-        parts = [shape_value(i) for i in n.inputs]
-        if all(p is not None for p in parts):
-            return tuple(d for p in parts for d in p)
-    if t.shape is not None and len(t.shape) == 1 and t.shape[0] is not None:
-        return (None,) * t.shape[0]
-    return None
-
-
-def scalar_value(t: Tensor):
-    """The int value of scalar tensor `t` if known when building (e.g. a static dim of shape(x)[0])."""
-    v = static_value(t)
-    if v is not None:
-        return int(v) if np.ndim(v) == 0 else None
-    n = t.node
-    if n.op == "Cast":
-        return scalar_value(n.inputs[0])
-    if n.op == "Size":
-        return _sh.num_elements(n.inputs[0].shape)
-    if n.op == "Rank":
-        return _sh.rank(n.inputs[0].shape)
-    if n.op == "GetItem" and n.inputs[0].node.op == "Shape" and len(n.attrs["index"].items) == 1:
-        k = n.attrs["index"].items[0]
-        dims = n.inputs[0].node.inputs[0].shape
-        if isinstance(k, int) and dims is not None and -len(dims) <= k < len(dims):
-            return dims[k]
-    return None
-
-
-def _shape_dims(value):
-    """Normalised partial dims from shape_value (negative entries are unknown)."""
-    return None if value is None else tuple(None if d is None or d < 0 else d for d in value)
-
-
-def shape_tensor(shape, what: str = "shape") -> Tensor:
-    """An int64 1-D tensor for `shape`: a tensor, an int, or a list mixing ints and scalar tensors."""
-    if _tensorish(shape):
-        t = convert(shape)
-        if not _dt.is_integer(t.dtype):
-            raise TypeError(f"{what} must be an integer tensor, got {t.dtype} tensor {t.name}")
-        if t.shape is not None and len(t.shape) == 0:
-            return stack([cast(t, _INT64)])
-        if t.shape is not None and len(t.shape) != 1:
-            raise ShapeError(f"{what} must be a 1-D tensor, got shape {_sh.format_shape(t.shape)}")
-        return cast(t, _INT64)
-    if isinstance(shape, (int, np.integer)):
-        shape = (shape,)
-    if isinstance(shape, (list, tuple)):
-        if builtins.any(_tensorish(d) for d in shape):
-            parts = []
-            for d in shape:
-                d = convert(d) if _tensorish(d) else constant(np.int64(operator.index(d)))
-                if not _dt.is_integer(d.dtype) or (d.shape is not None and d.shape != ()):
-                    raise TypeError(f"each entry of {what} must be an int or a scalar integer tensor, "
-                                    f"got {d.dtype}{_sh.format_shape(d.shape)}")
-                parts.append(cast(d, _INT64))
-            return stack(parts)
-        return constant(np.asarray([operator.index(d) for d in shape], dtype=np.int64).reshape(-1))
-    arr = np.asarray(shape)
-    if arr.dtype.kind not in "iu" or arr.ndim > 1:
-        raise TypeError(f"{what} must be ints or a 1-D integer tensor, got {shape!r}")
-    return constant(arr.astype(np.int64).reshape(-1))
-
-
-def shape_of(x: Tensor) -> Tensor:
-    """x's shape as an int64 tensor: a constant when fully known, else a Shape op."""
-    if _sh.is_fully_defined(x.shape):
-        return constant(np.asarray(x.shape, dtype=np.int64))
-    return shape(x)
-
-
-# --------------------------------------------------------------------------- shape, size, rank
-
-def _shape_infer(inputs, attrs):
-    s = inputs[0].shape
-    return [(attrs["out_type"], (None if s is None else len(s),))]
-
-
-register_op("Shape", _shape_infer, differentiable=False)
-register_op("Size", lambda i, a: [(a["out_type"], ())], differentiable=False)
-register_op("Rank", lambda i, a: [(_INT64, ())], differentiable=False)
-
-
-def shape(x, out_type=np.int64, name: str | None = None) -> Tensor:
-    """The run-time shape of `x` as a 1-D integer tensor (`t.shape` is the static one)."""
-    return make_op("Shape", [convert(x)], {"out_type": _dt.as_dtype(out_type)}, name=name).outputs[0]
-
-
-def size(x, out_type=np.int64, name: str | None = None) -> Tensor:
-    """The number of elements of `x`, as a scalar tensor."""
-    return make_op("Size", [convert(x)], {"out_type": _dt.as_dtype(out_type)}, name=name).outputs[0]
-
-
-def rank(x, name: str | None = None) -> Tensor:
-    """The number of dimensions of `x`, as a scalar tensor."""
-    return make_op("Rank", [convert(x)], name=name).outputs[0]
+from graph.ops.shape_ops import shape_dims, shape_tensor, shape_value
 
 
 # --------------------------------------------------------------------------- reshape
@@ -160,9 +30,9 @@ def _reshape_infer(inputs, attrs):
     target = shape_value(s)
     if target is None:
         return [(x.dtype, None)]
-    if builtins.sum(1 for d in target if d == -1) > 1:
+    if sum(1 for d in target if d == -1) > 1:
         raise ShapeError(f"reshape to {list(target)}: only one dimension can be -1")
-    if builtins.any(d is not None and d < -1 for d in target):
+    if any(d is not None and d < -1 for d in target):
         raise ShapeError(f"reshape to {list(target)}: negative dimension")
     n = _sh.num_elements(x.shape)
     known = [d for d in target if d is not None and d >= 0]
@@ -176,7 +46,7 @@ def _reshape_infer(inputs, attrs):
             raise ValueError(f"cannot reshape a tensor of shape {_sh.format_shape(x.shape)} ({n} elements) "
                              f"into shape {list(target)}")
         target = tuple(n // rest if d == -1 else d for d in target)
-    return [(x.dtype, _shape_dims(target))]
+    return [(x.dtype, shape_dims(target))]
 
 
 register_op("Reshape", _reshape_infer)
@@ -200,7 +70,7 @@ def _transpose_infer(inputs, attrs):
         return [(x.dtype, None if perm is None else (None,) * len(perm))]
     if perm is None:
         return [(x.dtype, tuple(reversed(x.shape)))]
-    if sorted(perm) != list(builtins.range(len(x.shape))):
+    if sorted(perm) != list(range(len(x.shape))):
         raise ShapeError(f"axes {list(perm)} are not a permutation of the dimensions of a tensor of shape "
                          f"{_sh.format_shape(x.shape)}")
     return [(x.dtype, tuple(x.shape[p] for p in perm))]
@@ -216,7 +86,7 @@ def transpose(x, axes=None, name: str | None = None) -> Tensor:
         axes = tuple(operator.index(a) for a in axes)
         if x.shape is not None:
             axes = tuple(normalize_axis(a, x.shape, "transpose axis") for a in axes)
-    if x.shape is not None and len(x.shape) < 2 and (axes is None or axes == tuple(builtins.range(len(x.shape)))):
+    if x.shape is not None and len(x.shape) < 2 and (axes is None or axes == tuple(range(len(x.shape)))):
         return x
     return make_op("Transpose", [x], {"perm": axes}, name=name).outputs[0]
 
@@ -230,7 +100,7 @@ def _expand_infer(inputs, attrs):
     if len(set(pos)) != len(pos):
         raise ShapeError(f"expand_dims: repeated axis in {list(axes)}")
     rest = iter(x.shape)
-    return [(x.dtype, tuple(1 if i in pos else next(rest) for i in builtins.range(nd)))]
+    return [(x.dtype, tuple(1 if i in pos else next(rest) for i in range(nd)))]
 
 
 register_op("ExpandDims", _expand_infer)
@@ -251,7 +121,7 @@ def _squeeze_infer(inputs, attrs):
     if x.shape is None:
         return [(x.dtype, None)]
     if axes is None:
-        if builtins.any(d is None for d in x.shape):
+        if any(d is None for d in x.shape):
             return [(x.dtype, None)]
         return [(x.dtype, tuple(d for d in x.shape if d != 1))]
     for a in axes:
@@ -276,17 +146,9 @@ def squeeze(x, axis=None, name: str | None = None) -> Tensor:
 
 # --------------------------------------------------------------------------- concat, stack, unstack, split
 
-def _common_rank(inputs, what):
-    ranks = {len(t.shape) for t in inputs if t.shape is not None}
-    if len(ranks) > 1:
-        shapes = ", ".join(_sh.format_shape(t.shape) for t in inputs)
-        raise ShapeError(f"{what}: all inputs must have the same rank, got shapes {shapes}")
-    return ranks.pop() if ranks else None
-
-
 def _concat_infer(inputs, attrs):
     dtype = np.result_type(*(t.dtype for t in inputs))
-    nd = _common_rank(inputs, "concatenate")
+    nd = common_rank(inputs, "concatenate")
     if nd is None:
         return [(dtype, None)]
     if nd == 0:
@@ -318,7 +180,7 @@ def concat(values, axis: int = 0, name: str | None = None) -> Tensor:
     ts = [convert(v) for v in values]
     if not ts:
         raise ShapeError("concatenate needs at least one tensor")
-    nd = _common_rank(ts, "concatenate")
+    nd = common_rank(ts, "concatenate")
     axis = operator.index(axis)
     if nd is not None:
         if nd == 0:
@@ -327,40 +189,6 @@ def concat(values, axis: int = 0, name: str | None = None) -> Tensor:
     if len(ts) == 1:
         return ts[0]
     return make_op("Concat", ts, {"axis": axis}, name=name).outputs[0]
-
-
-def _stack_infer(inputs, attrs):
-    dtype = np.result_type(*(t.dtype for t in inputs))
-    joined = None
-    for t in inputs:
-        if t.shape is None:
-            continue
-        if joined is None:
-            joined = t.shape
-        elif not _sh.compatible(joined, t.shape):
-            shapes = ", ".join(_sh.format_shape(u.shape) for u in inputs)
-            raise ValueError(f"stack: all inputs must have the same shape, got {shapes}")
-        else:
-            joined = tuple(a if a is not None else b for a, b in zip(joined, t.shape, strict=True))
-    if joined is None:
-        return [(dtype, None)]
-    axis = attrs["axis"]
-    return [(dtype, (*joined[:axis], len(inputs), *joined[axis:]))]
-
-
-register_op("Stack", _stack_infer)
-
-
-def stack(values, axis: int = 0, name: str | None = None) -> Tensor:
-    """`np.stack(values, axis)`: joins same-shaped tensors along a new axis."""
-    ts = [convert(v) for v in values]
-    if not ts:
-        raise ShapeError("stack needs at least one tensor")
-    nd = _common_rank(ts, "stack")
-    axis = operator.index(axis)
-    if nd is not None:
-        axis = normalize_axis(axis, (None,) * (nd + 1), "stack axis")
-    return make_op("Stack", ts, {"axis": axis}, name=name).outputs[0]
 
 
 def _unstack_infer(inputs, attrs):
@@ -456,7 +284,7 @@ def tile(x, reps, name: str | None = None) -> Tensor:
 
 
 def _broadcast_to_infer(inputs, attrs):
-    x, target = inputs[0], _shape_dims(shape_value(inputs[1]))
+    x, target = inputs[0], shape_dims(shape_value(inputs[1]))
     if target is None:
         return [(x.dtype, None)]
     if x.shape is not None:
@@ -481,7 +309,7 @@ def broadcast_to(x, shape, name: str | None = None) -> Tensor:
     return make_op("BroadcastTo", [x, s], name=name).outputs[0]
 
 
-register_op("SumToShape", lambda i, a: [(i[0].dtype, _shape_dims(shape_value(i[1])))])
+register_op("SumToShape", lambda i, a: [(i[0].dtype, shape_dims(shape_value(i[1])))])
 
 
 def reduce_to_shape(x, shape, name: str | None = None) -> Tensor:
@@ -549,126 +377,5 @@ def where(condition, x=None, y=None, name: str | None = None) -> Tensor:
 select = where
 
 
-# --------------------------------------------------------------------------- fill, zeros, ones, *_like
-
-def _fill_infer(inputs, attrs):
-    s, v = inputs
-    if v.shape is not None and v.shape != ():
-        raise ShapeError(f"fill value must be a scalar, got shape {_sh.format_shape(v.shape)}")
-    return [(v.dtype, _shape_dims(shape_value(s)))]
-
-
-register_op("Fill", _fill_infer)
-
-
-def fill(shape, value, dtype=None, name: str | None = None) -> Tensor:
-    """A tensor of `shape` filled with the scalar `value` (`np.full`)."""
-    v = convert(value) if _tensorish(value) else constant(value, dtype)
-    if dtype is not None:
-        v = cast(v, dtype)
-    return make_op("Fill", [shape_tensor(shape), v], name=name).outputs[0]
-
-
-full = fill
-
-
-def zeros(shape, dtype=np.float64, name: str | None = None) -> Tensor:
-    """`np.zeros(shape, dtype)`; `shape` may be a tensor or mix ints and scalar tensors."""
-    return fill(shape, constant(np.zeros((), _dt.as_dtype(dtype))), name=name or "zeros")
-
-
-def ones(shape, dtype=np.float64, name: str | None = None) -> Tensor:
-    """`np.ones(shape, dtype)`."""
-    return fill(shape, constant(np.ones((), _dt.as_dtype(dtype))), name=name or "ones")
-
-
-def _like_infer(inputs, attrs):
-    x = inputs[0]
-    return [(attrs["dtype"] if attrs["dtype"] is not None else x.dtype, x.shape)]
-
-
-register_op("ZerosLike", _like_infer, differentiable=False)
-register_op("OnesLike", _like_infer, differentiable=False)
-
-
-def zeros_like(x, dtype=None, name: str | None = None) -> Tensor:
-    """`np.zeros_like(x, dtype)`."""
-    dtype = None if dtype is None else _dt.as_dtype(dtype)
-    return make_op("ZerosLike", [convert(x)], {"dtype": dtype}, name=name).outputs[0]
-
-
-def ones_like(x, dtype=None, name: str | None = None) -> Tensor:
-    """`np.ones_like(x, dtype)`."""
-    dtype = None if dtype is None else _dt.as_dtype(dtype)
-    return make_op("OnesLike", [convert(x)], {"dtype": dtype}, name=name).outputs[0]
-
-
-def full_like(x, fill_value, dtype=None, name: str | None = None) -> Tensor:
-    """`np.full_like(x, fill_value, dtype)`."""
-    x = convert(x)
-    return fill(shape_of(x), fill_value, dtype=dtype if dtype is not None else x.dtype, name=name)
-
-
-# --------------------------------------------------------------------------- range, one_hot
-
-def _arange_dtype(*dtypes):
-    return np.arange(*(np.ones((), d)[()] for d in dtypes)).dtype
-
-
-def _range_infer(inputs, attrs):
-    dtype = attrs["dtype"] or _arange_dtype(*(t.dtype for t in inputs))
-    vals = [static_value(t) for t in inputs]
-    n = None
-    if all(v is not None for v in vals):
-        start, limit, delta = (v.item() for v in vals)
-        if delta == 0:
-            raise ValueError("range: delta must not be zero")
-        n = max(int(np.ceil((limit - start) / delta)), 0)
-    return [(dtype, (n,))]
-
-
-register_op("Range", _range_infer, differentiable=False)
-
-
-def _scalar_input(v, what):
-    t = convert(v)
-    if t.shape is not None and t.shape != ():
-        raise ShapeError(f"{what} must be a scalar, got shape {_sh.format_shape(t.shape)}")
-    if not _dt.is_numeric(t.dtype) or t.dtype.kind == "c":
-        raise TypeError(f"{what} must be a real number, got {t.dtype}")
-    return t
-
-
-def range(start, limit=None, delta=1, dtype=None, name: str | None = None) -> Tensor:
-    """`np.arange(start, limit, delta, dtype)`; the bounds may be scalar tensors."""
-    if limit is None:
-        start, limit = 0, start
-    ts = [_scalar_input(v, w) for v, w in ((start, "range start"), (limit, "range limit"), (delta, "range delta"))]
-    dtype = None if dtype is None else _dt.as_dtype(dtype)
-    return make_op("Range", ts, {"dtype": dtype}, name=name).outputs[0]
-
-
-arange = range
-
-
-def _one_hot_infer(inputs, attrs):
-    idx, depth = inputs
-    if not _dt.is_integer(idx.dtype):
-        raise TypeError(f"one_hot indices must be integers, got {idx.dtype}")
-    d = scalar_value(depth)
-    return [(attrs["dtype"], None if idx.shape is None else (*idx.shape, d))]
-
-
-register_op("OneHot", _one_hot_infer, differentiable=False)
-
-
-def one_hot(indices, depth, dtype=np.float64, name: str | None = None) -> Tensor:
-    """`np.eye(depth, dtype=dtype)[indices]`, except that out-of-range indices give all-zero rows."""
-    depth_t = _scalar_input(depth, "one_hot depth")
-    return make_op("OneHot", [convert(indices), depth_t], {"dtype": _dt.as_dtype(dtype)}, name=name).outputs[0]
-
-
-__all__ = ["shape", "size", "rank", "reshape", "transpose", "expand_dims", "squeeze", "concat", "stack",
-           "unstack", "split", "tile", "broadcast_to", "reduce_to_shape", "gather", "take", "where", "select",
-           "fill", "full", "zeros", "ones", "zeros_like", "ones_like", "full_like", "range", "arange",
-           "one_hot", "shape_of"]
+__all__ = ["reshape", "transpose", "expand_dims", "squeeze", "concat", "stack", "unstack", "split", "tile",
+           "broadcast_to", "reduce_to_shape", "gather", "take", "where", "select"]

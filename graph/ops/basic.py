@@ -5,10 +5,12 @@ import numpy as np
 
 from graph import dtypes as _dt
 from graph import shapes as _sh
-from graph.core import Tensor, make_op, register_op
-from graph.ops._util import constant, convert, same_as_input
+from graph.core import make_op
+from graph.node import Tensor
+from graph.op_registry import register_op, same_as_input
+from graph.ops.conversion import constant, convert
+from graph.ops.math import cast
 
-register_op("Const", lambda i, a: [(a["dtype"], a["value"].shape)], hoist=True, differentiable=False)
 register_op("Placeholder", lambda i, a: [(a["dtype"], a["shape"])], hoist=True, differentiable=False)
 register_op("Identity", same_as_input)
 register_op("StopGradient", same_as_input, differentiable=False)
@@ -64,7 +66,6 @@ def assert_(condition, message: str = "assertion failed", data=(), name: str | N
     """Fails the run with `message` (and the values of `data`) if `condition` is not all true."""
     cond = convert(condition)
     if cond.dtype != np.bool_:
-        from graph.ops.math import cast
         cond = cast(cond, np.bool_)
     node = make_op("Assert", [cond] + [convert(d) for d in data], {"message": str(message)}, name=name)
     return node

@@ -16,10 +16,12 @@ import numpy as np
 
 from graph import dtypes as _dt
 from graph import shapes as _sh
-from graph.core import Tensor, make_op, register_op
+from graph.core import make_op
 from graph.errors import GraphError
-from graph.ops._util import constant, convert, static_value
-from graph.ops.array import shape_tensor, shape_value
+from graph.node import Tensor
+from graph.op_registry import register_op
+from graph.ops.conversion import constant, convert, static_value
+from graph.ops.shape_ops import shape_tensor, shape_value
 
 
 class IndexGraphError(GraphError, IndexError):

@@ -11,8 +11,10 @@ import numpy as np
 
 from graph import dtypes as _dt
 from graph import shapes as _sh
-from graph.core import Tensor, make_op, register_op
-from graph.ops._util import convert, convert_pair
+from graph.core import make_op
+from graph.node import Tensor
+from graph.op_registry import register_op
+from graph.ops.conversion import convert, convert_pair
 
 # op name -> numpy ufunc used for dtype inference (kernels live in exec/kernels).
 BINARY = {

@@ -8,13 +8,18 @@ from __future__ import annotations
 import numpy as np
 
 from graph import dtypes as _dt
-from graph.core import Tensor, make_op, register_op
-from graph.ops._util import convert
-from graph.ops.array import normalize_axis, one_hot, reshape, squeeze
+from graph.core import make_op
+from graph.node import Tensor
+from graph.op_registry import register_op
+from graph.ops.array import reshape, squeeze
+from graph.ops.axes import normalize_axis
 from graph.ops.basic import stop_gradient
+from graph.ops.conversion import convert
+from graph.ops.creation import one_hot
 from graph.ops.math import abs as _abs
 from graph.ops.math import add, cast, exp, log, log1p, maximum, minimum, mul, neg, relu, square, sub
 from graph.ops.reduce import reduce_max, reduce_sum
+from graph.ops.shape_ops import shape
 
 
 def _float(x) -> Tensor:
@@ -102,7 +107,6 @@ def sparse_softmax_cross_entropy(labels, logits, name: str | None = None) -> Ten
     logits = _float(logits)
     depth = logits.shape[-1] if logits.shape is not None and logits.shape[-1] is not None else None
     if depth is None:
-        from graph.ops.array import shape
         depth = shape(logits)[-1]
     mask = one_hot(labels, depth, dtype=logits.dtype)
     return neg(reduce_sum(mul(mask, log_softmax(logits)), -1), name=name)

@@ -10,13 +10,16 @@ from __future__ import annotations
 import numpy as np
 
 from graph import shapes as _sh
-from graph.core import Tensor
 from graph.errors import SymbolicBoolError
+from graph.node import Tensor
 from graph.ops import array as A
+from graph.ops import creation as C
 from graph.ops import math as M
 from graph.ops import nn as N
 from graph.ops import reduce as R
-from graph.ops._util import convert, convert_pair
+from graph.ops import shape_ops as S
+from graph.ops.axes import normalize_axis
+from graph.ops.conversion import convert, convert_pair
 
 
 UFUNCS = {
@@ -157,14 +160,14 @@ def _like(builder):
     def impl(a, dtype=None, order="K", subok=True, shape=None, **kwargs):
         if shape is not None:
             return builder(shape, dtype if dtype is not None else convert(a).dtype)
-        return (A.zeros_like if builder is A.zeros else A.ones_like)(a, dtype)
+        return (C.zeros_like if builder is C.zeros else C.ones_like)(a, dtype)
     return impl
 
 
 def _full_like(a, fill_value, dtype=None, order="K", subok=True, shape=None, **kwargs):
     if shape is not None:
-        return A.fill(shape, fill_value, dtype if dtype is not None else convert(a).dtype)
-    return A.full_like(a, fill_value, dtype)
+        return C.fill(shape, fill_value, dtype if dtype is not None else convert(a).dtype)
+    return C.full_like(a, fill_value, dtype)
 
 
 def _clip(a, a_min=None, a_max=None, out=None, *, min=None, max=None, **kwargs):
@@ -185,15 +188,15 @@ def _take(a, indices, axis=None, out=None, mode="raise"):
 
 def _shape(a):
     t = convert(a)
-    return t.shape if _sh.is_fully_defined(t.shape) else A.shape(t)
+    return t.shape if _sh.is_fully_defined(t.shape) else S.shape(t)
 
 
 def _size(a, axis=None):
     t = convert(a)
     if axis is not None:
-        return _shape(t)[axis] if _sh.is_fully_defined(t.shape) else A.shape(t)[axis]
+        return _shape(t)[axis] if _sh.is_fully_defined(t.shape) else S.shape(t)[axis]
     n = _sh.num_elements(t.shape)
-    return n if n is not None else A.size(t)
+    return n if n is not None else S.size(t)
 
 
 def _ndim(a):
@@ -209,7 +212,7 @@ def _swapaxes(a, axis1, axis2):
     if t.ndim is None:
         raise TypeError("np.swapaxes needs a graph tensor of known rank")
     perm = list(range(t.ndim))
-    i, j = A.normalize_axis(axis1, t.shape), A.normalize_axis(axis2, t.shape)
+    i, j = normalize_axis(axis1, t.shape), normalize_axis(axis2, t.shape)
     perm[i], perm[j] = perm[j], perm[i]
     return A.transpose(t, perm)
 
@@ -220,8 +223,8 @@ def _moveaxis(a, source, destination):
         raise TypeError("np.moveaxis needs a graph tensor of known rank")
     src = [source] if isinstance(source, int) else list(source)
     dst = [destination] if isinstance(destination, int) else list(destination)
-    src = [A.normalize_axis(s, t.shape) for s in src]
-    dst = [A.normalize_axis(d, t.shape) for d in dst]
+    src = [normalize_axis(s, t.shape) for s in src]
+    dst = [normalize_axis(d, t.shape) for d in dst]
     order = [i for i in range(t.ndim) if i not in src]
     for d, s in sorted(zip(dst, src, strict=True)):
         order.insert(d, s)
@@ -274,7 +277,7 @@ FUNCTIONS = {
     np.reshape: _reshape, np.transpose: lambda a, axes=None: A.transpose(a, axes),
     np.expand_dims: lambda a, axis: A.expand_dims(a, axis),
     np.squeeze: lambda a, axis=None: A.squeeze(a, axis),
-    np.zeros_like: _like(A.zeros), np.ones_like: _like(A.ones), np.full_like: _full_like,
+    np.zeros_like: _like(C.zeros), np.ones_like: _like(C.ones), np.full_like: _full_like,
     np.clip: _clip, np.take: _take, np.tile: lambda A_, reps: A.tile(A_, reps),
     np.broadcast_to: lambda array, shape, subok=False: A.broadcast_to(array, shape),
     np.shape: _shape, np.size: _size, np.ndim: _ndim,
@@ -302,13 +305,13 @@ def _from_object(obj, dtype=None, copy=True, order="K", ndmin=0, **kwargs):
 def _filled(value):
     def impl(shape, dtype=float, order="C", **kwargs):
         _unsupported_kwargs("np.zeros", kwargs, {"like": None})
-        return A.fill(shape, np.zeros((), dtype if dtype is not None else float) + value)
+        return C.fill(shape, np.zeros((), dtype if dtype is not None else float) + value)
     return impl
 
 
 def _full(shape, fill_value, dtype=None, order="C", **kwargs):
     _unsupported_kwargs("np.full", kwargs, {"like": None})
-    return A.fill(shape, fill_value, dtype)
+    return C.fill(shape, fill_value, dtype)
 
 
 def _arange(*args, dtype=None, like=None, **kwargs):
@@ -316,13 +319,13 @@ def _arange(*args, dtype=None, like=None, **kwargs):
     if len(args) > 3 or any(k not in names for k in kwargs):
         raise TypeError("np.arange on graph tensors takes start, stop, step and dtype")
     bounds = dict(zip(names if len(args) > 1 else ("stop",), args)) | kwargs
-    return A.range(bounds.get("start", 0), bounds["stop"], bounds.get("step", 1), dtype=dtype)
+    return C.range(bounds.get("start", 0), bounds["stop"], bounds.get("step", 1), dtype=dtype)
 
 
 def _eye(N, M=None, k=0, dtype=float, order="C", **kwargs):
     if M is not None or k != 0 or kwargs:
         raise TypeError("np.eye with a graph tensor size supports only np.eye(n, dtype=...)")
-    return A.one_hot(A.range(N), N, dtype=dtype)
+    return C.one_hot(C.range(N), N, dtype=dtype)
 
 
 def _scalar_type(dtype):

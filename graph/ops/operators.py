@@ -8,13 +8,13 @@ identity so tensors remain usable as dict keys (e.g. in feed_dict).
 from __future__ import annotations
 
 from graph import shapes as _sh
-from graph.core import Tensor
 from graph.errors import SymbolicBoolError
+from graph.node import Tensor
 from graph.ops import array as _array
 from graph.ops import indexing as _indexing
 from graph.ops import math as _math
 from graph.ops import reduce as _reduce
-from graph.ops._util import convert, convert_pair
+from graph.ops.conversion import convert, convert_pair
 
 
 def _forward(fn):

@@ -12,11 +12,13 @@ import numpy as np
 
 from graph import dtypes as _dt
 from graph import shapes as _sh
-from graph.core import Tensor, get_default_graph, make_op, register_op
+from graph.core import get_default_graph, make_op
 from graph.errors import DTypeError, ShapeError
-from graph.ops._util import convert
-from graph.ops.array import scalar_value, shape_tensor, shape_value
+from graph.node import Tensor
+from graph.op_registry import register_op
+from graph.ops.conversion import convert
 from graph.ops.math import cast
+from graph.ops.shape_ops import scalar_value, shape_tensor, shape_value
 
 _INT64 = np.dtype(np.int64)
 

@@ -12,11 +12,14 @@ import numpy as np
 
 from graph import dtypes as _dt
 from graph import shapes as _sh
-from graph.core import Tensor, make_op, register_op
+from graph.core import make_op
 from graph.errors import ShapeError
-from graph.ops._util import convert
-from graph.ops.array import normalize_axis, size
+from graph.node import Tensor
+from graph.op_registry import register_op
+from graph.ops.axes import normalize_axis
+from graph.ops.conversion import convert
 from graph.ops.math import cast, sqrt, square, sub, truediv
+from graph.ops.shape_ops import size
 
 # op name -> numpy function, used for dtype inference (kernels live in exec/kernels/reduce.py)
 REDUCTIONS = {"Sum": np.sum, "Mean": np.mean, "Max": np.max, "Min": np.min, "Prod": np.prod,

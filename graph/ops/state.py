@@ -17,12 +17,13 @@ import numpy as np
 
 from graph import dtypes as _dt
 from graph import shapes as _sh
-from graph.control_flow.contexts import hoisted_read
-from graph.core import Graph, Tensor, get_default_graph, make_op, register_op
+from graph.core import Graph, get_default_graph, make_op
 from graph.errors import DTypeError, GraphError, ShapeError, SymbolicBoolError
+from graph.node import Tensor
+from graph.op_registry import register_op
 from graph.ops import numpy_api as _numpy_api
 from graph.ops import operators as _operators
-from graph.ops._util import constant, convert
+from graph.ops.conversion import constant, convert
 from graph.ops.indexing import indexed_shape, parse_index
 from graph.ops.math import cast
 
@@ -143,7 +144,7 @@ class Variable:
         Inside a loop that never assigns this variable, that is the value read once before the loop.
         """
         g = self._register(get_default_graph())
-        hoisted = hoisted_read(g.context, self)
+        hoisted = g.context.hoisted_read(self) if g.context is not None else None
         if hoisted is not None:
             return hoisted
         return g.create_node("ReadVariable", [], {"variable": self}, name or f"{self.name}/read").outputs[0]

@@ -13,9 +13,9 @@ from exec import Session, branches, executor
 from exec import kernels as _kernels
 from exec.errors import RunError
 from exec.reference import run_reference
-from graph import core
+from graph import op_registry
 from graph.control_flow.contexts import CondContext
-from graph.ops._util import same_as_input
+from graph.op_registry import same_as_input
 from tests.exec import programs as P
 
 
@@ -29,7 +29,7 @@ def counted(monkeypatch):
             calls["n"] += 1
             return args[0] if args else np.float64(1.0)
         return run
-    monkeypatch.setitem(core._OPS, "Counted", core.OpDef(
+    monkeypatch.setitem(op_registry._OPS, "Counted", op_registry.OpDef(
         "Counted", lambda inputs, attrs: same_as_input(inputs, attrs) if inputs else [(np.dtype(np.float64), ())],
         stateful=True))
     monkeypatch.setitem(_kernels.KERNELS, "Counted", factory)

@@ -2,7 +2,7 @@
 primitives, which the executor implements itself; and no kernel exists for an op the graph lacks."""
 import graph  # noqa: F401  (registers every op type)
 from exec.kernels import KERNELS
-from graph.core import registered_ops
+from graph.op_registry import registered_ops
 
 EXECUTOR_PRIMITIVES = {"Switch", "Merge", "Enter", "Exit", "NextIteration"}
 

@@ -225,10 +225,10 @@ def test_y_built_inside_a_branch_is_an_error():
 
 
 def test_op_without_gradient_rule_names_the_op(monkeypatch):
-    from graph import core
-    from graph.ops._util import same_as_input
+    from graph import core, op_registry
     # registered for this test only: every op type the graph keeps must have a kernel
-    monkeypatch.setitem(core._OPS, "TestOpWithoutGradient", core.OpDef("TestOpWithoutGradient", same_as_input))
+    monkeypatch.setitem(op_registry._OPS, "TestOpWithoutGradient",
+                        op_registry.OpDef("TestOpWithoutGradient", op_registry.same_as_input))
     x = graph.placeholder(np.float64, ())
     y = core.make_op("TestOpWithoutGradient", [x]).outputs[0]
     with pytest.raises(GraphError, match="no gradient is defined for op TestOpWithoutGradient"):

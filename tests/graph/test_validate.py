@@ -42,14 +42,14 @@ def _set_attr(node, key, value):
 
 CORRUPTIONS = {
     "loop body reads an outer tensor without Enter": (
-        lambda g: _first(g, "Mul")._update_input(1, g.get_tensor("x:0")), "while/Mul", "expected while"),
+        lambda g: _first(g, "Mul").update_input(1, g.get_tensor("x:0")), "while/Mul", "expected while"),
     "outer node reads a loop-body tensor": (
-        lambda g: _first(g, "Greater")._update_input(0, _first(g, "Mul").outputs[0]), "Greater", "in frame while"),
+        lambda g: _first(g, "Greater").update_input(0, _first(g, "Mul").outputs[0]), "Greater", "in frame while"),
     "NextIteration feeds a non-Merge": (
-        lambda g: _first(g, "Mul")._update_input(0, _first(g, "NextIteration").outputs[0]), "while/Mul",
+        lambda g: _first(g, "Mul").update_input(0, _first(g, "NextIteration").outputs[0]), "while/Mul",
         "may only feed a Merge"),
     "Merge back edge that is not a NextIteration": (
-        lambda g: _first(g, "Merge", True)._update_input(1, _first(g, "Add", True).outputs[0]), "while/Merge",
+        lambda g: _first(g, "Merge", True).update_input(1, _first(g, "Add", True).outputs[0]), "while/Merge",
         "cycle"),
     "Enter names another frame": (
         lambda g: _set_attr(_first(g, "Enter"), "frame_name", "elsewhere"), "while/Enter", "'elsewhere'"),
@@ -57,9 +57,9 @@ CORRUPTIONS = {
         lambda g: _set_attr(_first(g, "Enter"), "parallel_iterations", 1), "parallel_iterations=1 at while/Enter",
         "parallel_iterations=32 at while/Enter_1"),
     "Exit reads from the root frame": (
-        lambda g: _first(g, "Exit")._update_input(0, g.get_tensor("x:0")), "while/Exit", "not in a loop"),
+        lambda g: _first(g, "Exit").update_input(0, g.get_tensor("x:0")), "while/Exit", "not in a loop"),
     "control dependency cycle": (
-        lambda g: _first(g, "Greater")._add_control_input(_first(g, "Merge", False)), "Greater", "cycle"),
+        lambda g: _first(g, "Greater").add_control_input(_first(g, "Merge", False)), "Greater", "cycle"),
 }
 
 

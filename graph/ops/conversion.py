@@ -1,12 +1,26 @@
-"""Shared helpers for op builders: converting values to tensors, shape inference shorthands."""
+"""Values to tensors: `constant`, `convert`, and the values known when the graph is built.
+
+`convert` follows numpy's weak-scalar rule: a Python scalar takes the other
+operand's dtype when it can hold the value. A list or tuple holding tensors
+converts to their Stack, as `np.array` would join them; that is why the Stack op
+and its builder `stack` are defined here, below every other op module, instead
+of next to concat in graph.ops.array.
+"""
 from __future__ import annotations
+
+import operator
 
 import numpy as np
 
 from graph import dtypes as _dt
 from graph import shapes as _sh
-from graph.core import Tensor, get_default_graph, make_op
-from graph.errors import DTypeError
+from graph.core import get_default_graph, make_op
+from graph.errors import DTypeError, ShapeError
+from graph.node import Tensor
+from graph.op_registry import register_op
+from graph.ops.axes import common_rank, normalize_axis
+
+register_op("Const", lambda i, a: [(a["dtype"], a["value"].shape)], hoist=True, differentiable=False)
 
 
 def constant(value, dtype=None, name: str | None = None) -> Tensor:
@@ -15,8 +29,9 @@ def constant(value, dtype=None, name: str | None = None) -> Tensor:
     if arr.dtype == object:
         raise DTypeError(f"cannot make a constant from {type(value).__name__} value {value!r}")
     g = get_default_graph()
-    cache = g.__dict__.setdefault("_const_cache", {})
-    small = arr.size <= 16 and name is None and not g._control_deps
+    cache = g.constant_cache
+    # a named constant, or one that gets control inputs, is a node of its own
+    small = arr.size <= 16 and name is None and not g.has_control_dependencies
     key = (arr.dtype.str, arr.shape, arr.tobytes()) if small else None
     if key is not None and key in cache:
         return cache[key]
@@ -41,13 +56,12 @@ def convert(value, dtype=None, like: Tensor | None = None, name: str | None = No
     if dtype is None and isinstance(value, (bool, int, float, complex)) and not isinstance(value, np.generic):
         dtype = _dt.dtype_of_python_scalar(value, like.dtype if like is not None else None)
     if isinstance(value, (list, tuple)) and any(_contains_tensor(v) for v in value):
-        from graph.ops.array import stack
         return stack([convert(v, dtype, like) for v in value])
     return constant(value, dtype, name=name)
 
 
 def _contains_tensor(v) -> bool:
-    if isinstance(v, Tensor) or hasattr(v, "_as_graph_tensor"):
+    if is_tensor_like(v):
         return True
     if isinstance(v, (list, tuple)):
         return any(_contains_tensor(x) for x in v)
@@ -56,7 +70,7 @@ def _contains_tensor(v) -> bool:
 
 def convert_pair(a, b) -> tuple[Tensor, Tensor]:
     """Converts two operands, letting Python scalars adopt the other operand's dtype."""
-    a_t, b_t = _tensorish(a), _tensorish(b)
+    a_t, b_t = is_tensor_like(a), is_tensor_like(b)
     if a_t and not b_t:
         a = convert(a)
         return a, convert(b, like=a)
@@ -66,18 +80,9 @@ def convert_pair(a, b) -> tuple[Tensor, Tensor]:
     return convert(a), convert(b)
 
 
-def _tensorish(v) -> bool:
+def is_tensor_like(v) -> bool:
+    """Whether `v` is a graph Tensor or reads as one (a Variable)."""
     return isinstance(v, Tensor) or hasattr(v, "_as_graph_tensor")
-
-
-def same_as_input(inputs, attrs):
-    """Inference for ops whose single output has its first input's dtype and shape."""
-    return [(inputs[0].dtype, inputs[0].shape)]
-
-
-def require_numeric(t: Tensor, op: str) -> None:
-    if not _dt.is_numeric(t.dtype):
-        raise TypeError(f"{op} needs a numeric tensor, got {t.dtype}")
 
 
 def static_value(t):
@@ -94,3 +99,39 @@ def static_value(t):
     if n.op in ("Switch", "Enter"):  # where the value is live at all, it is the input's
         return static_value(n.inputs[0])
     return None
+
+
+# --------------------------------------------------------------------------- stack
+
+def _stack_infer(inputs, attrs):
+    dtype = np.result_type(*(t.dtype for t in inputs))
+    joined = None
+    for t in inputs:
+        if t.shape is None:
+            continue
+        if joined is None:
+            joined = t.shape
+        elif not _sh.compatible(joined, t.shape):
+            shapes = ", ".join(_sh.format_shape(u.shape) for u in inputs)
+            raise ValueError(f"stack: all inputs must have the same shape, got {shapes}")
+        else:
+            joined = tuple(a if a is not None else b for a, b in zip(joined, t.shape, strict=True))
+    if joined is None:
+        return [(dtype, None)]
+    axis = attrs["axis"]
+    return [(dtype, (*joined[:axis], len(inputs), *joined[axis:]))]
+
+
+register_op("Stack", _stack_infer)
+
+
+def stack(values, axis: int = 0, name: str | None = None) -> Tensor:
+    """`np.stack(values, axis)`: joins same-shaped tensors along a new axis."""
+    ts = [convert(v) for v in values]
+    if not ts:
+        raise ShapeError("stack needs at least one tensor")
+    nd = common_rank(ts, "stack")
+    axis = operator.index(axis)
+    if nd is not None:
+        axis = normalize_axis(axis, (None,) * (nd + 1), "stack axis")
+    return make_op("Stack", ts, {"axis": axis}, name=name).outputs[0]
