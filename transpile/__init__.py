@@ -8,8 +8,7 @@ traces a graph per input signature and runs it with the executor.
 """
 from transpile.api import Function, convert, do_not_convert, function, to_code
 from transpile.errors import ConversionError
-from transpile.operators import StagingError
-from transpile.values import ConditionallyDefinedError
+from transpile.operators import ConditionallyDefinedError, StagingError
 
 __all__ = ["function", "Function", "convert", "to_code", "do_not_convert", "ConversionError", "StagingError",
            "ConditionallyDefinedError"]

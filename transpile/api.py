@@ -17,14 +17,11 @@ import graph
 import graph.errors
 from exec import Session
 from graph import nest
-from graph.core import Tensor
-from transpile import conversion, operators
+from graph.node import Tensor
+from transpile import operators
 
 logger = logging.getLogger("transpile")
 
-_code_cache: dict = {}
-_fn_cache: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
-_cache_lock = threading.RLock()
 _RETRACE_WARNING_AFTER = 8
 
 
@@ -34,21 +31,6 @@ def _unwrap(fn):
     if isinstance(fn, Function):
         return fn.python_function
     return fn
-
-
-def converted_function(fn):
-    """The converted version of Python function `fn` (cached per function; conversion per code)."""
-    with _cache_lock:
-        cached = _fn_cache.get(fn)
-        if cached is not None:
-            return cached
-        converted = _code_cache.get(fn.__code__)
-        if converted is None:
-            converted = conversion.convert_function(fn)
-            _code_cache[fn.__code__] = converted
-        new = converted.instantiate(fn, operators.namespace)
-        _fn_cache[fn] = new
-        return new
 
 
 def convert(fn):
@@ -63,7 +45,7 @@ def convert(fn):
     if isinstance(fn, functools.partial):
         return functools.partial(convert(fn.func), *fn.args, **fn.keywords)
     if isinstance(fn, types.FunctionType):
-        return converted_function(fn)
+        return operators.converted_function(fn)
     return types.MethodType(convert(_python_function(fn)), fn)  # a callable object: its __call__
 
 
@@ -82,10 +64,8 @@ def _python_function(fn) -> types.FunctionType:
 
 
 def to_code(fn) -> str:
-    """The source of the converted function (what runs; `ag` is transpile.operators' namespace)."""
-    fn = _python_function(fn)
-    convert(fn)
-    return _code_cache[fn.__code__].source
+    """The source of the converted function (what runs; `ag` is `transpile.operators.ag_namespace`)."""
+    return operators.conversion_of(_python_function(fn)).source
 
 
 def do_not_convert(fn):
@@ -470,7 +450,7 @@ class Function:
         return Function(self.python_function, static_argnames=self.static_argnames, relax_shapes=self.relax_shapes)
 
     def __call__(self, *args, **kwargs):
-        if operators._tracing():
+        if operators.is_tracing():
             return self._transpile_inline()(*args, **kwargs)
         try:
             # the fast path: a positional call whose argument types, dtypes and shapes (values of
@@ -586,7 +566,7 @@ class Function:
             else:
                 fetch_index.append(None)
                 constants.append(leaf)
-        _share_tensor_array_specs(g)
+        operators.share_element_specs(g)
         trace = _Trace(sig, g, placeholders, out, fetch_index, fetches, constants, effects, keep_alive=keep_alive)
         trace.session = Session(g)
         fed = []
@@ -682,38 +662,6 @@ class _BoundFunction:
         return getattr(self._function, name)
 
 
-def _share_tensor_array_specs(g) -> None:
-    """TensorArrays whose handles meet (in a cond Merge, a loop) stand for one list: one that nothing
-    was ever written to learns its element dtype and shape from the others, so that stacking it
-    when it is the one that flows at run time gives an empty array of the right shape."""
-    parent: dict[int, int] = {}
-
-    def find(i):
-        while parent.get(i, i) != i:
-            parent[i] = parent.get(parent[i], parent[i])
-            i = parent[i]
-        return i
-
-    variant = graph.dtypes.variant
-    for node in g.nodes:
-        for t in node.inputs:
-            if t.dtype is variant and any(o.dtype is variant for o in node.outputs):
-                parent[find(node.id)] = find(t.node.id)
-    groups: dict[int, list] = {}
-    for node in g.nodes:
-        if node.op == "TensorArrayNew":
-            groups.setdefault(find(node.id), []).append(node.attrs["spec"])
-    for specs in groups.values():
-        known = next((sp for sp in specs if sp.dtype is not None), None)
-        if known is None:
-            continue
-        for sp in specs:
-            if sp.dtype is None:
-                sp.learn(operators._ElementLike(known.dtype, known.element_shape, known.name), "merge")
-                if sp.new_node is not None:
-                    sp.new_node.attrs["dtype"] = known.dtype
-
-
 def _hide_internal_frames(exc: BaseException) -> None:
     """Drops this system's own frames from a traceback, so that it shows the user's code only.
 
@@ -745,12 +693,12 @@ def _finish_outputs(out):
         if isinstance(v, operators.MaybeDefined):
             v = v.read()
         if isinstance(v, operators.TensorList):
-            return operators._stacked(v)
+            return operators.stacked_list(v)
         if isinstance(v, graph.TensorArray):
             return v.stack()
         if isinstance(v, operators.GraphRange):
             return graph.convert(v)
-        if isinstance(v, conversion_undefined()):
+        if isinstance(v, operators.Undefined):
             raise v.error()
         return v
     def walk(v):
@@ -761,11 +709,6 @@ def _finish_outputs(out):
             return type(v)(*items) if hasattr(type(v), "_fields") else type(v)(items)
         return leaf(v)
     return walk(out)
-
-
-def conversion_undefined():
-    from transpile.values import Undefined
-    return Undefined
 
 
 def function(fn=None, *, static_argnames=(), relax_shapes: bool = False):

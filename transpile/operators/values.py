@@ -1,5 +1,14 @@
-"""Values that stand for variables without a value: never assigned, or assigned on some paths only."""
+"""Values of variables that may have no value (never assigned, assigned on some paths, assigned in a
+graph loop that may run zero times), reading them (`ld`), and assigning globals."""
 from __future__ import annotations
+
+import graph
+from graph import nest
+from graph.node import Tensor
+from graph.errors import user_location
+from transpile.operators.data_structures import TensorList
+from transpile.operators.leaves import has_graph_values
+from transpile.operators.staging import StagingError
 
 
 class Undefined:
@@ -75,3 +84,63 @@ def one_sided_message(name: str, defined: str, meta_defined: dict, meta_other: d
             f"its condition is a graph tensor, so after the if '{name}' has a value only when the graph "
             f"takes the {defined} branch. Give '{name}' a value before the if (e.g. `{name} = 0`, with the "
             f"dtype it needs) or assign it in both branches")
+
+
+class MaybeDefined:
+    """A graph value that exists only if `defined` holds when the graph runs.
+
+    The value of a variable first assigned inside a graph loop (which may run
+    zero times). Reading it (`ag.ld`) adds a run-time check.
+    """
+
+    def __init__(self, name: str, value, defined: Tensor, where: str):
+        self.name = name
+        self.value = value
+        self.defined = defined
+        self.where = where
+
+    def _flat_tensors(self):
+        return nest.flatten(self.value) + [self.defined]
+
+    def _with_flat_tensors(self, tensors):
+        return MaybeDefined(self.name, nest.pack_as(self.value, tensors[:-1]), tensors[-1], self.where)
+
+    def read(self):
+        loc = user_location()
+        at = f" at {loc}" if loc else ""
+        check = graph.assert_(self.defined, f"variable '{self.name}' is used{at} but was never assigned: "
+                                            f"{self.where}")
+        with graph.control_dependencies([check]):
+            return nest.map_structure(lambda t: graph.identity(t) if isinstance(t, Tensor) else t, self.value)
+
+    def __repr__(self) -> str:
+        return f"<maybe-defined {self.name}>"
+
+
+def undefined_return() -> UndefinedReturn:
+    """The return value before any `return` ran."""
+    return UndefinedReturn()
+
+
+def ld(value):
+    """`value`, read from a variable that may not be assigned on every path.
+
+    Raises what Python would (UnboundLocalError), or the error of a variable a
+    graph `if` assigns in one branch only; a value from a graph loop that may
+    have run zero times is checked when the graph runs.
+    """
+    if isinstance(value, Undefined):
+        loc = user_location()
+        raise value.error(str(loc) if loc else "")
+    if isinstance(value, MaybeDefined):
+        return value.read()
+    return value
+
+
+def to_global(names: str, value):
+    """`global_name = value`, refusing graph tensors (they exist only while the graph is built)."""
+    if has_graph_values(value) or isinstance(value, (MaybeDefined, TensorList)):
+        raise StagingError(f"cannot assign a graph tensor to the global variable {names}: tensors of a converted "
+                           "function exist only inside its graph. Return the value instead, or keep state in a "
+                           "graph.Variable (assign it with `v.assign(...)`)")
+    return value

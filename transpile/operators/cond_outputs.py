@@ -1,0 +1,248 @@
+"""How each variable a graph cond assigns leaves it: the two branches' values compared, encoded as
+cond outputs, and restored to the variable's form after the cond."""
+from __future__ import annotations
+
+import numpy as np
+
+import graph
+from graph import nest
+from graph.errors import SourceLocation
+from transpile.operators.data_structures import array_of, as_tensor_list, learn_elements
+from transpile.operators.encoding import (LIST_HANDLE, builder_paths, list_paths, replace_at, spec_of, stand_in,
+                                          value_at, zeros_like_spec)
+from transpile.operators.leaves import (cast_leaves, describe, has_graph_values, is_composite, is_convertible,
+                                        is_numeric, is_weak, leaf_dtype, same_leaves, variable_label)
+from transpile.operators.staging import Promote, StagingError, warn_at_user_line
+from transpile.operators.trace_state import trace_state
+from transpile.operators.values import MaybeDefined, PartiallyDefined, Undefined, UndefinedReturn, one_sided_message
+
+# A mode says how a variable's value in one branch becomes a cond output:
+#   ("drop",)                  not an output: the variable keeps a value decided while tracing
+#   ("value", dtypes)          its leaves as tensors of these dtypes (None: a non-numeric leaf, restored after)
+#   ("zeros", spec)            a placeholder of this spec (the branch raised or has not returned yet)
+#   ("maybe", dtypes)          a MaybeDefined of leaves of these dtypes
+#   ("lists", dtypes, paths)   as "value", with the lists at these paths (see encoding.list_paths) as TensorArrays
+DROP = ("drop",)
+
+
+class Raised:
+    """A branch that raised a Python exception while being traced (a `raise` statement)."""
+
+    def __init__(self, exc: BaseException, location: SourceLocation | None):
+        self.exc = exc
+        self.location = location
+
+
+def as_is(value) -> tuple:
+    """The mode under which a value is passed through a cond unchanged."""
+    if isinstance(value, Undefined):
+        return DROP
+    if isinstance(value, MaybeDefined):
+        return ("maybe", [leaf_dtype(x) if is_numeric(x) else None for x in nest.flatten(value.value)])
+    if is_composite(value):
+        return ("value", [graph.dtypes.variant] * len(value._flat_tensors()))
+    return ("value", [leaf_dtype(x) if is_numeric(x) else None for x in nest.flatten(value)])
+
+
+def _as_is_keeping_lists(value) -> tuple:
+    """Like as_is, but lists built by graph loops (stacked tensors) leave the cond as lists."""
+    paths = tuple(builder_paths(value)) if not isinstance(value, (MaybeDefined, Undefined)) else ()
+    if not paths:
+        return as_is(value)
+    flat = nest.flatten(stand_in(value, paths))
+    return ("lists", [graph.dtypes.variant if x is LIST_HANDLE else (leaf_dtype(x) if is_numeric(x) else None)
+                      for x in flat], paths)
+
+
+def plan(t, f, name, meta_t, meta_f) -> tuple:
+    """How one variable leaves a graph cond: (true mode, false mode, kept value or None).
+
+    `t` and `f` are its values at the end of the true and false branch (a
+    Raised where the branch raised); `meta_t` and `meta_f` the branch
+    functions' metadata, for error messages.
+    """
+    if t is f or same_leaves(t, f):
+        return DROP, DROP, t
+    t_raised, f_raised = isinstance(t, Raised), isinstance(f, Raised)
+    if t_raised or f_raised:
+        other = f if t_raised else t
+        if (t_raised and f_raised) or isinstance(other, Undefined) or not has_graph_values(other) \
+                and not is_convertible(other):
+            return DROP, DROP, (Undefined(name) if t_raised and f_raised else other)
+        inner = other.value if isinstance(other, MaybeDefined) else other
+        zeros, mode = ("zeros", spec_of(inner)), _as_is_keeping_lists(other)
+        return (zeros, mode, None) if t_raised else (mode, zeros, None)
+    t_undef, f_undef = isinstance(t, Undefined), isinstance(f, Undefined)
+    if t_undef and f_undef:
+        return DROP, DROP, (f if isinstance(f, PartiallyDefined) and not isinstance(t, PartiallyDefined) else t)
+    if t_undef or f_undef:
+        u, d, defined = (t, f, "false") if t_undef else (f, t, "true")
+        if type(u) is UndefinedReturn and not isinstance(d, MaybeDefined):
+            zeros, mode = ("zeros", spec_of(d)), _as_is_keeping_lists(d)
+            return (zeros, mode, None) if t_undef else (mode, zeros, None)
+        if isinstance(d, PartiallyDefined):
+            return DROP, DROP, d
+        like = d.value if isinstance(d, MaybeDefined) else d
+        m_def, m_other = (meta_f, meta_t) if t_undef else (meta_t, meta_f)
+        message = one_sided_message(name, defined, m_def, m_other, meta_t.get("if_line"), meta_t.get("filename"))
+        return DROP, DROP, PartiallyDefined(name, like, message)
+    _unify_arrays(t, f)
+    if isinstance(t, MaybeDefined) or isinstance(f, MaybeDefined):
+        tv = t.value if isinstance(t, MaybeDefined) else t
+        fv = f.value if isinstance(f, MaybeDefined) else f
+        mode = ("maybe", _merged_dtypes(tv, fv, name, meta_t, meta_f))
+        return mode, mode, None
+    if is_composite(t) and is_composite(f) and type(t) is type(f):
+        mode = ("value", [graph.dtypes.variant] * len(t._flat_tensors()))
+        return mode, mode, None
+    paths = tuple(list_paths(t, f))
+    frame = trace_state().innermost_loop()
+    if frame is not None and frame.promotable and any(
+            isinstance(value_at(t, p), list) and isinstance(value_at(f, p), list) for p, *_ in paths):
+        raise Promote(frame.token)  # the list can grow in a graph loop instead
+    if paths:
+        # lists a graph loop built (TensorArrays) facing Python lists or other built lists: all become
+        # TensorArrays inside their branch, merged into one list each
+        mode = ("lists", _merged_dtypes(stand_in(t, paths), stand_in(f, paths), name, meta_t, meta_f), paths)
+        return mode, mode, None
+    mode = ("value", _merged_dtypes(t, f, name, meta_t, meta_f))
+    return mode, mode, None
+
+
+def _unify_arrays(t, f) -> None:
+    """Arrays that meet in a cond output teach each other their element dtype and shape (an array
+    nothing was written to yet learns them from the other, so that either works at run time)."""
+    a, b = array_of(t), array_of(f)
+    if a is not None and b is not None:
+        for dst, src in ((a, b), (b, a)):
+            if dst._spec.dtype is None and src._spec.dtype is not None:
+                learn_elements(dst._spec, src._spec.dtype, src._spec.element_shape, src._spec.name)
+        return
+    if isinstance(t, MaybeDefined) or isinstance(f, MaybeDefined):
+        _unify_arrays(t.value if isinstance(t, MaybeDefined) else t, f.value if isinstance(f, MaybeDefined) else f)
+    elif isinstance(t, dict) and isinstance(f, dict):
+        for k in set(t) & set(f):
+            _unify_arrays(t[k], f[k])
+    elif isinstance(t, (list, tuple)) and isinstance(f, (list, tuple)) and len(t) == len(f):
+        for x, y in zip(t, f):
+            _unify_arrays(x, y)
+
+
+def _branch_where(meta_t, meta_f):
+    lt, lf = meta_t.get("line"), meta_f.get("line")
+    return (f" in the true branch (line {lt})" if lt else " in the true branch",
+            f" in the false branch (line {lf})" if lf else " in the false branch")
+
+
+def _merged_dtypes(t, f, name, meta_t, meta_f) -> list:
+    """One dtype per leaf for a variable whose branches give it values `t` and `f` (an error where
+    their structures or kinds differ)."""
+    label = variable_label(name, meta_t)
+    in_t, in_f = _branch_where(meta_t, meta_f)
+    if_at = f" of the `if` at {meta_t.get('filename')}:{meta_t.get('if_line')}" if meta_t.get("if_line") else ""
+    if not nest.same_structure(t, f) or is_composite(t) != is_composite(f):
+        if _grown_list(t, f) or _grown_list(f, t):
+            frame = trace_state().innermost_loop()
+            if frame is not None and frame.promotable:
+                raise Promote(frame.token)
+            raise StagingError(f"{label} is appended to in one branch only{if_at} ({describe(t)}{in_t}, "
+                               f"{describe(f)}{in_f}); under a graph-tensor condition that needs a graph loop, "
+                               "where the list becomes a TensorArray: put it in a loop over a tensor (or over "
+                               "`range(n)` with a tensor n)")
+        if label == "the return value" and (t is None or f is None):
+            raise StagingError(f"the function returns {describe(t)}{in_t} but {describe(f)}{in_f}{if_at}; "
+                               "a function that ends without `return` (or with a bare `return`) returns None, and "
+                               "under a graph-tensor condition every path must return the same structure: "
+                               "return a value on every path")
+        raise StagingError(f"{label} is {describe(t)}{in_t} but {describe(f)}{in_f}{if_at}; under a graph-"
+                           "tensor condition both branches must give it the same structure")
+    out = []
+    for a, b in zip(nest.flatten(t), nest.flatten(f), strict=True):
+        if a is LIST_HANDLE and b is LIST_HANDLE:
+            out.append(graph.dtypes.variant)
+            continue
+        if a is b and not is_numeric(a):
+            out.append(None)
+            continue
+        if not (is_numeric(a) and is_numeric(b)) or not is_convertible(a) or not is_convertible(b):
+            raise StagingError(
+                f"{label} is {describe(a)}{in_t} and {describe(b)}{in_f}{if_at}; under a graph-tensor "
+                "condition only tensors and numbers (also in tuples, lists and dicts) can differ between "
+                "the branches")
+        da, db = leaf_dtype(a), leaf_dtype(b)
+        out.append(_join_dtypes(da, db, is_weak(a), is_weak(b), label, in_t, in_f, if_at))
+    return out
+
+
+def _grown_list(short, long) -> bool:
+    return isinstance(short, list) and isinstance(long, list) and len(long) > len(short) and \
+        all(a is b for a, b in zip(short, long))
+
+
+def _join_dtypes(da, db, weak_a, weak_b, label, in_a, in_b, where):
+    """One dtype for two branch values. A Python number takes the other side's dtype (numpy's
+    weak-scalar rule); two arrays of different dtypes are promoted with a warning."""
+    if da == db:
+        return da
+    if da is graph.dtypes.variant or db is graph.dtypes.variant:
+        raise StagingError(f"{label} is a TensorArray{in_a if da is graph.dtypes.variant else in_b} but not "
+                           f"in the other branch{where}")
+    if weak_a and not weak_b and (db.kind in "fc" or (da.kind in "bi" and db.kind in "iu")):
+        return db
+    if weak_b and not weak_a and (da.kind in "fc" or (db.kind in "bi" and da.kind in "iu")):
+        return da
+    joined = np.result_type(da, db)
+    if weak_a and weak_b:
+        return joined
+    if da.kind == "b" or db.kind == "b":
+        raise StagingError(f"{label} has dtype {da}{in_a} and {db}{in_b}{where}; cast one of them so that "
+                           "both agree")
+    warn_at_user_line(f"{label} has dtype {da}{in_a} and {db}{in_b}{where}; both become {joined}")
+    return joined
+
+
+def encode(value, mode, name):
+    """A branch's value of one variable, as the graph cond returns it (None: not returned)."""
+    kind = mode[0]
+    if kind == "drop":
+        return None
+    if kind == "zeros":
+        return zeros_like_spec(mode[1], variable_label(name, {}))
+    if kind == "lists":
+        for path, dtype, element_shape, _ in mode[2]:
+            value = replace_at(value, path, lambda v: as_tensor_list(v, dtype, element_shape, name))
+        return cast_leaves(value, mode[1])
+    if kind == "maybe":
+        if isinstance(value, MaybeDefined):
+            inner, flag, where = value.value, value.defined, value.where
+        else:
+            inner, flag, where = value, graph.constant(True), ""
+        return MaybeDefined(name, cast_leaves(inner, mode[1]), flag, where)
+    if is_composite(value):
+        return value
+    return cast_leaves(value, mode[1])
+
+
+def restore(merged, original):
+    """Puts the non-numeric leaves (passed as None) back into a merged value."""
+    if merged is None or isinstance(original, Undefined):
+        return merged
+    if isinstance(merged, MaybeDefined) and isinstance(original, MaybeDefined):
+        merged.value = restore(merged.value, original.value)
+        merged.where = original.where or merged.where
+        return merged
+    if isinstance(merged, MaybeDefined):
+        return merged
+    if not isinstance(merged, (list, tuple, dict)):
+        return original if merged is None else merged
+    leaves = [o if m is None else m for m, o in zip(nest.flatten(merged), nest.flatten(original), strict=True)]
+    return nest.pack_as(merged, leaves)
+
+
+def mode_key(mode):
+    """A mode with dtypes as strings: `np.dtype("float64") == None` is True, so dtypes do not compare."""
+    if isinstance(mode, (list, tuple)):
+        return tuple(mode_key(m) for m in mode)
+    if isinstance(mode, np.dtype) or mode is graph.dtypes.variant:
+        return ("dtype", str(mode))
+    return mode

@@ -1,0 +1,198 @@
+"""Lists appended to in graph loops (TensorArrays that behave like the lists), `list.append`
+and item assignment."""
+from __future__ import annotations
+
+import weakref
+
+import graph
+from graph.node import Tensor
+from graph.errors import GraphError
+from transpile.operators.leaves import describe, is_tensor, is_weak
+from transpile.operators.staging import Retry, StagingError
+from transpile.operators.trace_state import trace_state
+
+
+class TensorList:
+    """A Python list appended to in a graph loop: a TensorArray that behaves like the list."""
+
+    def __init__(self, array):
+        self.array = array
+
+    @classmethod
+    def from_list(cls, items, name: str = "list"):
+        ta = graph.TensorArray(name=name)
+        for i, v in enumerate(items):
+            ta = ta.write(i, v)
+        return cls(ta)
+
+    def _flat_tensors(self):
+        return self.array._flat_tensors()
+
+    def _with_flat_tensors(self, tensors):
+        return TensorList(self.array._with_flat_tensors(tensors))
+
+    def append(self, value) -> "TensorList":
+        return TensorList(self.array.write(self.array.size(), value))
+
+    def size(self) -> Tensor:
+        return self.array.size()
+
+    def stack(self) -> Tensor:
+        return self.array.stack()
+
+    def __getitem__(self, index):
+        if isinstance(index, slice):
+            return self.stack()[index]
+        if is_weak(index) and index < 0 or is_tensor(index):
+            index = graph.where(index < 0, self.size() + index, index) if is_tensor(index) else \
+                self.size() + index
+        return self.array.read(index)
+
+    def __repr__(self) -> str:
+        return f"<TensorList {self.array!r}>"
+
+
+# A list a graph loop built is a stacked tensor after the loop; appending to it again continues the list.
+# (keyed by id: tensors compare elementwise, so they cannot be dict keys by value)
+_stacked_lists: dict[int, tuple] = {}
+
+
+def stacked_list(tl: TensorList):
+    """The value a list built in a graph loop has outside its loops: its items stacked into a tensor
+    (that `list_builder` maps back to the list, so that appending to it continues the list)."""
+    if tl.array.dtype is None:
+        return []  # nothing is ever appended to it: the list is empty whenever the graph runs
+    t = tl.stack()
+    key = id(t)
+    _stacked_lists[key] = (weakref.ref(t, lambda _: _stacked_lists.pop(key, None)), tl)
+    return t
+
+
+def list_builder(value) -> TensorList | None:
+    """The TensorList behind a list value (a TensorList, or a tensor stacked from one), else None."""
+    if isinstance(value, TensorList):
+        return value
+    if isinstance(value, Tensor):
+        entry = _stacked_lists.get(id(value))
+        if entry is not None and entry[0]() is value:
+            return entry[1]
+    return None
+
+
+def array_of(value):
+    """The TensorArray a value is or was built from, else None."""
+    if isinstance(value, graph.TensorArray):
+        return value
+    builder = list_builder(value)
+    return builder.array if builder is not None else None
+
+
+class _ElementLike:
+    """An element's dtype and shape, as a TensorArray's spec learns them from a written value."""
+
+    def __init__(self, dtype, shape, name):
+        self.dtype, self.shape, self.name = dtype, shape, name
+
+
+def learn_elements(spec, dtype, element_shape, name: str) -> None:
+    """Teaches a TensorArray's spec the dtype and shape of its elements, known from an array it meets."""
+    spec.learn(_ElementLike(dtype, element_shape, name), "merge")
+
+
+def empty_array_like(array):
+    """An empty array standing for `array` on a path where it is not built: they share their spec, so
+    what is learned about the elements later holds for both."""
+    ta = graph.TensorArray(array.dtype, element_shape=array.element_shape, name="placeholder")
+    ta._spec = array._spec
+    ta.handle.node.attrs["spec"] = array._spec
+    return ta
+
+
+def as_tensor_list(value, dtype, element_shape, name) -> TensorList:
+    """A list (or a list built in a graph loop) as a TensorList of elements of `dtype` and `element_shape`."""
+    builder = list_builder(value)
+    if builder is not None:
+        if builder.array.dtype is None and dtype is not None:
+            # an array nothing was written to yet meets one that knows its elements: the merged list
+            # may be either at run time, so both must know (e.g. to stack an empty one)
+            learn_elements(builder.array._spec, dtype, element_shape, name)
+        return builder
+    ta = graph.TensorArray(dtype, element_shape=element_shape, name=name)
+    for i, item in enumerate(value):
+        ta = ta.write(i, item)
+    return TensorList(ta)
+
+
+def share_element_specs(g) -> None:
+    """TensorArrays whose handles meet (in a cond Merge, a loop) stand for one list: one that nothing
+    was ever written to learns its element dtype and shape from the others, so that stacking it
+    when it is the one that flows at run time gives an empty array of the right shape."""
+    parent: dict[int, int] = {}
+
+    def find(i):
+        while parent.get(i, i) != i:
+            parent[i] = parent.get(parent[i], parent[i])
+            i = parent[i]
+        return i
+
+    variant = graph.dtypes.variant
+    for node in g.nodes:
+        for t in node.inputs:
+            if t.dtype is variant and any(o.dtype is variant for o in node.outputs):
+                parent[find(node.id)] = find(t.node.id)
+    groups: dict[int, list] = {}
+    for node in g.nodes:
+        if node.op == "TensorArrayNew":
+            groups.setdefault(find(node.id), []).append(node.attrs["spec"])
+    for specs in groups.values():
+        known = next((sp for sp in specs if sp.dtype is not None), None)
+        if known is None:
+            continue
+        for sp in specs:
+            if sp.dtype is None:
+                learn_elements(sp, known.dtype, known.element_shape, known.name)
+                if sp.new_node is not None:
+                    sp.new_node.attrs["dtype"] = known.dtype
+
+
+def list_append(target, value):
+    """`target.append(value)`; returns the list.
+
+    A Python list carried by a graph loop becomes a TensorArray (stacked into a
+    tensor after the loop).
+    """
+    builder = list_builder(target)
+    if builder is not None:
+        try:
+            grown = builder.append(value)
+        except (TypeError, GraphError) as e:
+            raise StagingError(f"cannot append {describe(value)} to a list built in a graph loop: {e}") from None
+        return grown if isinstance(target, TensorList) else stacked_list(grown)
+    if isinstance(target, list):
+        frame = trace_state().innermost_loop()
+        if frame is not None and id(target) in frame.lists:
+            raise Retry(frame.token, {frame.lists[id(target)]: ("accumulate",)})
+    target.append(value)
+    return target
+
+
+def set_item(target, key, value, in_place=None):
+    """`target[key] = value`; returns the target (a new tensor when the target is a tensor).
+
+    A Variable's item is assigned (`target.assign_at(key, value)`). `in_place` names a
+    target the function does not bind (a global or closure variable): it must change in place.
+    """
+    if getattr(target, "is_variable", False):
+        target.assign_at(key, value)
+        return target
+    if isinstance(target, Tensor):
+        if in_place is not None:
+            raise StagingError(f"`{in_place}[...] = ...` cannot change graph tensor '{in_place}', which this "
+                               "function does not define (graph tensors are immutable): return the new value "
+                               f"(`{in_place} = graph.set_item({in_place}, i, v)` where it is defined), or keep "
+                               "the state in a graph.Variable")
+        return graph.set_item(target, key, value)
+    if isinstance(target, TensorList):
+        raise StagingError("cannot assign an item of a list built in a graph loop; build a new list instead")
+    target[key] = value
+    return target

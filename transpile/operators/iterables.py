@@ -1,0 +1,187 @@
+"""What a `for` loop iterates: `range`, `enumerate` and `zip` of tensors, and the count and items a
+graph loop reads from a tensor, a TensorArray, a range or those combined."""
+from __future__ import annotations
+
+import builtins
+
+import numpy as np
+
+import graph
+from graph.node import Tensor
+from transpile.operators.data_structures import TensorList
+from transpile.operators.leaves import convert_leaf, describe, is_tensor
+from transpile.operators.staging import StagingError
+
+
+class GraphRange:
+    """`range(...)` with tensor bounds: iterated by a graph loop, or used as a tensor."""
+
+    def __init__(self, start, stop, step):
+        self.start, self.stop, self.step = start, stop, step
+
+    def _as_graph_tensor(self):
+        return graph.range(self.start, self.stop, self.step)
+
+    def __repr__(self) -> str:
+        return f"range({self.start}, {self.stop}, {self.step})"
+
+
+class GraphEnumerate:
+    """`enumerate(...)` of something a graph loop iterates."""
+
+    def __init__(self, iterable, start):
+        self.iterable, self.start = iterable, start
+
+
+class GraphZip:
+    """`zip(...)` of iterables among which one a graph loop iterates."""
+
+    def __init__(self, iterables):
+        self.iterables = iterables
+
+
+def is_graph_iterable(x) -> bool:
+    """Whether a `for` loop over `x` is a graph loop."""
+    return is_tensor(x) or isinstance(x, (GraphRange, TensorList, graph.TensorArray, GraphEnumerate, GraphZip))
+
+
+def range_(*args):
+    """`range(*args)`; with tensor bounds, a range a `for` loop iterates in the graph."""
+    if not any(is_tensor(a) for a in args):
+        return builtins.range(*args)
+    for a in args:
+        kind = graph.convert(a).dtype.kind if is_tensor(a) else ("i" if isinstance(a, (int, np.integer)) else "f")
+        if kind not in "iu":
+            raise TypeError(f"range() needs integers, got {describe(a)}")
+    if len(args) == 1:
+        start, stop, step = 0, args[0], 1
+    elif len(args) == 2:
+        (start, stop), step = args, 1
+    else:
+        start, stop, step = args
+    return GraphRange(start, stop, step)
+
+
+def enumerate_(iterable, start=0):
+    """`enumerate(iterable, start)`."""
+    if is_graph_iterable(iterable):
+        return GraphEnumerate(iterable, start)
+    return builtins.enumerate(iterable, start)
+
+
+def zip_(*iterables, strict=False):
+    """`zip(*iterables)`; over tensors, a graph loop iterates them together."""
+    if any(is_graph_iterable(x) for x in iterables):
+        return GraphZip(iterables)
+    return builtins.zip(*iterables, strict=strict)
+
+
+# --------------------------------------------------------------------------- what a graph loop reads
+
+class Source:
+    """What a graph `for` loop iterates over: a count `n` and the item at index k."""
+
+    def n(self) -> Tensor:
+        raise NotImplementedError
+
+    def item(self, k: Tensor):
+        raise NotImplementedError
+
+
+class RangeSource(Source):
+    def __init__(self, start, stop, step):
+        ints = [x for x in (start, stop, step) if is_tensor(x)]
+        dtype = np.result_type(*[graph.convert(x).dtype for x in ints]) if ints else np.dtype(np.int64)
+        self.start, self.stop, self.step = (convert_leaf(x, dtype) for x in (start, stop, step))
+
+    def n(self):
+        if self.step.node.op != "Const":
+            graph.assert_(graph.not_equal(self.step, 0), "range() arg 3 must not be zero")
+        elif graph.static_value(self.step) == 0:
+            raise ValueError("range() arg 3 must not be zero")
+        span = self.stop - self.start
+        one = graph.constant(np.ones((), self.step.dtype))
+        sign = graph.where(self.step > 0, one, -one)
+        count = (span + self.step - sign) // self.step
+        return graph.cast(graph.maximum(count, graph.constant(np.zeros((), count.dtype))), np.int64)
+
+    def item(self, k):
+        # range(n) is the common case: its item is the loop index itself, not two ops per iteration
+        k = graph.cast(k, self.start.dtype)
+        if not _static_equals(self.step, 1):
+            k = k * self.step
+        return k if _static_equals(self.start, 0) else self.start + k
+
+
+def _static_equals(t: Tensor, value) -> bool:
+    v = graph.static_value(t)
+    return v is not None and v.shape == () and v == value
+
+
+class TensorSource(Source):
+    def __init__(self, t: Tensor):
+        if t.shape is not None and len(t.shape) == 0:
+            raise StagingError(f"cannot iterate over a scalar tensor ({t.name})")
+        self.t = t
+        self.array = graph.TensorArray(t.dtype, element_shape=None if t.shape is None else t.shape[1:],
+                                       name="for_items").unstack(t)
+
+    def n(self):
+        if self.t.shape is not None and self.t.shape[0] is not None:
+            return graph.constant(np.int64(self.t.shape[0]))
+        return self.array.size()
+
+    def item(self, k):
+        return self.array.read(k)
+
+
+class ArraySource(Source):
+    def __init__(self, array):
+        self.array = array.array if isinstance(array, TensorList) else array
+
+    def n(self):
+        return self.array.size()
+
+    def item(self, k):
+        return self.array.read(k)
+
+
+class EnumerateSource(Source):
+    def __init__(self, inner: Source, start):
+        self.inner, self.start = inner, start
+
+    def n(self):
+        return self.inner.n()
+
+    def item(self, k):
+        return (k + self.start if self.start else k, self.inner.item(k))
+
+
+class ZipSource(Source):
+    def __init__(self, sources):
+        self.sources = sources
+
+    def n(self):
+        ns = [s.n() for s in self.sources]
+        out = ns[0]
+        for m in ns[1:]:
+            out = graph.minimum(out, m)
+        return out
+
+    def item(self, k):
+        return tuple(s.item(k) for s in self.sources)
+
+
+def graph_source(iterable) -> Source | None:
+    """The graph loop source for an iterable, or None to iterate it in Python."""
+    if isinstance(iterable, GraphRange):
+        return RangeSource(iterable.start, iterable.stop, iterable.step)
+    if isinstance(iterable, TensorList) or isinstance(iterable, graph.TensorArray):
+        return ArraySource(iterable)
+    if isinstance(iterable, GraphEnumerate):
+        return EnumerateSource(graph_source(iterable.iterable), iterable.start)
+    if isinstance(iterable, GraphZip):
+        return ZipSource([graph_source(x) or TensorSource(graph.convert(x)) for x in iterable.iterables])
+    if is_tensor(iterable):
+        return TensorSource(graph.convert(iterable))
+    return None

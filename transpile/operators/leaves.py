@@ -1,0 +1,132 @@
+"""The leaves of a variable's value (tensors, Python numbers, other objects): what each is, its dtype,
+its conversion to a tensor, and how error messages describe it."""
+from __future__ import annotations
+
+import numpy as np
+
+import graph
+from graph import nest
+from graph.node import Tensor
+
+
+def is_tensor(x) -> bool:
+    """A graph tensor, or something that reads as one (a Variable)."""
+    return isinstance(x, Tensor) or hasattr(type(x), "_as_graph_tensor")
+
+
+def is_composite(x) -> bool:
+    """A value made of tensors that graph control flow carries as a unit (a TensorArray, a list built
+    in a graph loop, a maybe-defined value)."""
+    return hasattr(x, "_flat_tensors") and hasattr(x, "_with_flat_tensors")
+
+
+def has_graph_values(x) -> bool:
+    """Whether a value holds a tensor or a composite anywhere in it."""
+    return any(is_tensor(v) or is_composite(v) for v in nest.flatten(x)) or is_composite(x)
+
+
+def is_weak(x) -> bool:
+    """A Python number: its dtype gives way to an array's, as numpy's weak scalars do."""
+    return type(x) in (bool, int, float)
+
+
+def is_numeric(leaf) -> bool:
+    """A tensor or a number (Python, numpy scalar or array)."""
+    return is_tensor(leaf) or isinstance(leaf, (bool, int, float, complex, np.generic, np.ndarray))
+
+
+def is_convertible(v) -> bool:
+    """Whether every leaf of `v` is None, a tensor, or a number of a numeric dtype."""
+    for leaf in nest.flatten(v):
+        if leaf is None or is_tensor(leaf) or isinstance(leaf, Tensor):
+            continue
+        if isinstance(leaf, (bool, int, float, complex, np.generic, np.ndarray)):
+            if np.asarray(leaf).dtype.kind in "biufc":
+                continue
+        return False
+    return True
+
+
+def is_flat_numeric_list(items) -> bool:
+    """A list of tensors and numbers only (it can become a TensorArray)."""
+    return all(is_numeric(v) and is_convertible(v) for v in items)
+
+
+def leaf_dtype(v):
+    """The dtype a leaf has as a tensor (None for None)."""
+    if isinstance(v, Tensor):
+        return v.dtype
+    if getattr(v, "is_variable", False):
+        return np.dtype(v.dtype)
+    if is_tensor(v):
+        return graph.convert(v).dtype
+    if is_weak(v):
+        return graph.dtypes.dtype_of_python_scalar(v)
+    if v is None:
+        return None
+    return np.asarray(v).dtype
+
+
+def convert_leaf(v, dtype=None):
+    """A leaf as a tensor (of `dtype` when given); None stays None. TypeError for a non-numeric leaf."""
+    if isinstance(v, Tensor):
+        return v if dtype is None or v.dtype == dtype else graph.cast(v, dtype)
+    if is_tensor(v):
+        t = graph.convert(v)
+        return t if dtype is None or t.dtype == dtype else graph.cast(t, dtype)
+    if v is None:
+        return None
+    arr = np.asarray(v) if dtype is None else np.asarray(v, dtype=dtype)
+    if arr.dtype == object or arr.dtype.kind not in "biufc":
+        raise TypeError(type(v).__name__)
+    if dtype is None and is_weak(v):
+        arr = np.asarray(v, dtype=graph.dtypes.dtype_of_python_scalar(v))
+    return graph.constant(arr)
+
+
+def cast_leaves(value, dtypes):
+    """`value` with each leaf a tensor of its dtype in `dtypes`.
+
+    A None dtype marks a non-numeric leaf that is the same object on both
+    sides of a cond: it becomes None here and is put back after the cond. A
+    `variant` dtype marks a TensorArray, passed as it is.
+    """
+    out = []
+    for leaf, dt in zip(nest.flatten(value), dtypes, strict=True):
+        if dt is None:
+            out.append(None)
+        elif dt is graph.dtypes.variant:
+            out.append(leaf)
+        else:
+            out.append(convert_leaf(leaf, dt))
+    return out[0] if not isinstance(value, (list, tuple, dict)) and len(out) == 1 and \
+        not is_composite(value) else nest.pack_as(value, out)
+
+
+def same_leaves(a, b) -> bool:
+    """Whether `a` and `b` are one value, or containers of the same structure holding the same objects."""
+    if a is b:
+        return True
+    if not isinstance(a, (list, tuple, dict)) or not nest.same_structure(a, b):
+        return False
+    return all(x is y for x, y in zip(nest.flatten(a), nest.flatten(b), strict=True))
+
+
+def describe(v) -> str:
+    """A value as an error message names it: `a float32[3] tensor`, `list [value, value]`, `a str`."""
+    if isinstance(v, Tensor):
+        return f"a {v.dtype}{graph.shapes.format_shape(v.shape)} tensor"
+    if isinstance(v, (list, tuple, dict)):
+        return f"{type(v).__name__} {nest.structure_description(v)}"
+    if v is None:
+        return "None"
+    return f"a {type(v).__name__}"
+
+
+def variable_label(name: str, meta: dict) -> str:
+    """A carried variable as an error message names it (`meta`: the generated function's metadata)."""
+    if name in meta.get("return_vars", ()):
+        return "the return value"
+    if name.startswith("<"):  # the value of an expression, e.g. "<the conditional expression>"
+        return name[1:-1]
+    return f"variable '{name}'"

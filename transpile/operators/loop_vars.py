@@ -1,0 +1,169 @@
+"""How each variable a graph loop may carry enters it and comes back from its body: the loop
+variable it becomes, and what tracing the body shows must change before the loop is built again."""
+from __future__ import annotations
+
+import graph
+from graph import nest
+from graph.node import Tensor
+from transpile.operators.data_structures import TensorList, as_tensor_list, list_builder
+from transpile.operators.encoding import list_paths, replace_at, spec_of, value_at, zeros_like_spec
+from transpile.operators.leaves import (cast_leaves, convert_leaf, describe, is_composite, is_convertible,
+                                        is_flat_numeric_list, is_numeric, is_weak, leaf_dtype, same_leaves,
+                                        variable_label)
+from transpile.operators.staging import StagingError
+from transpile.operators.values import MaybeDefined, PartiallyDefined, Undefined, UndefinedReturn
+
+# A mode says how a variable is carried by a graph loop:
+#   ("fixed",)                not carried: the body leaves it as it is
+#   ("probe",)                not carried, traced once as a Python number to learn the dtype the body gives it
+#   ("tensor", dtypes)        its leaves as tensors (of these dtypes; None: their own)
+#   ("tensor", None, paths)   the same, with the lists at these paths (see encoding.list_paths) as TensorArrays
+#   ("maybe", spec)           a MaybeDefined: first assigned in the body, undefined if the loop runs zero times
+#   ("zeros", spec)           the return value, a placeholder of this spec until the body returns
+#   ("accumulate",)           a Python list appended to in the body, as a TensorList
+
+
+def initial_mode(value) -> tuple:
+    """The mode a variable starts with, from its value before the loop."""
+    if isinstance(value, UndefinedReturn) or getattr(value, "is_variable", False):
+        return ("fixed",)
+    if isinstance(value, Undefined):
+        return ("fixed",)
+    if isinstance(value, (MaybeDefined, TensorList)) or is_composite(value):
+        return ("tensor", None)
+    if value is not None and is_convertible(value):
+        return ("tensor", None)
+    return ("fixed",)
+
+
+def initial_value(value, mode, name, where):
+    """The loop variable for a carried variable's value before the loop (`where` says which loop, for
+    the error of a MaybeDefined read after it)."""
+    kind = mode[0]
+    if kind == "tensor":
+        paths = mode[2] if len(mode) > 2 else ()
+        for path, dtype, element_shape, _ in paths:  # lists the body turns into TensorArrays
+            value = replace_at(value, path, lambda v: as_tensor_list(v, dtype, element_shape, name))
+        if is_composite(value) and not isinstance(value, (list, tuple, dict)):
+            return value
+        dtypes = mode[1]
+        leaves = nest.flatten(value)
+        if dtypes is None or paths:
+            dtypes = [None] * len(leaves)
+        return nest.pack_as(value, [convert_leaf(x, dt) for x, dt in zip(leaves, dtypes, strict=True)])
+    if kind == "maybe":
+        return MaybeDefined(name, zeros_like_spec(mode[1], f"variable '{name}'"), graph.constant(False), where)
+    if kind == "zeros":
+        return zeros_like_spec(mode[1], "the return value")
+    if kind == "accumulate":
+        return list_builder(value) or TensorList.from_list(value, name=name)
+    raise AssertionError(kind)
+
+
+def body_output(v_in, v_out, mode, name, meta):
+    """The body's new value of a carried variable, in the loop variable's form; or a change request.
+
+    Returns (value, None), or (None, new mode) when the loop must be built
+    again with the variable carried differently.
+    """
+    kind = mode[0]
+    label = variable_label(name, meta)
+    line = meta.get("line")
+    at = f" (loop body at line {line})" if line else ""
+    if kind == "probe":
+        if v_out is v_in:
+            return None, None
+        if not (is_convertible(v_out) and is_numeric(v_out)):
+            raise StagingError(f"{label} becomes {describe(v_out)} in the graph loop body{at}; a graph loop "
+                               "can only carry tensors and numbers")
+        return None, ("tensor", [None if is_weak(v_out) else leaf_dtype(v_out)])
+    if kind == "fixed":
+        if v_out is v_in or same_leaves(v_out, v_in):
+            return None, None
+        if isinstance(v_in, Undefined):
+            if isinstance(v_out, Undefined) and not isinstance(v_out, PartiallyDefined):
+                return None, None
+            if type(v_in) is UndefinedReturn and not isinstance(v_out, (Undefined, MaybeDefined)):
+                return None, ("zeros", spec_of(v_out))
+            like = v_out.like if isinstance(v_out, PartiallyDefined) else \
+                (v_out.value if isinstance(v_out, MaybeDefined) else v_out)
+            if not is_convertible(like):
+                raise StagingError(f"{label} is first assigned {describe(like)} in a graph loop{at}; a "
+                                   "graph loop can only carry tensors and numbers")
+            return None, ("maybe", spec_of(like))
+        if isinstance(v_in, list) and isinstance(v_out, list):
+            return None, ("accumulate",)
+        if getattr(v_in, "is_variable", False) and is_numeric(v_out) and is_convertible(v_out):
+            return None, ("tensor", None)  # a name bound to a Variable, then to values computed from it
+        raise StagingError(f"{label} is {describe(v_in)} before the graph loop and changes in its body{at} "
+                           f"(to {describe(v_out)}); a graph loop can only carry tensors and numbers (also in "
+                           "tuples, lists and dicts)")
+    if kind == "accumulate" or isinstance(v_in, TensorList):
+        builder = list_builder(v_out)
+        if builder is not None:
+            return builder, None
+        if isinstance(v_out, list) and is_flat_numeric_list(v_out):  # a new list each iteration
+            return as_tensor_list(v_out, v_in.array.dtype, v_in.array.element_shape, name), None
+        if not isinstance(v_out, TensorList):
+            raise StagingError(f"{label} is a list appended to in the graph loop{at}; it must stay a list "
+                               f"(it became {describe(v_out)})")
+        return v_out, None
+    if kind == "maybe" or isinstance(v_in, MaybeDefined):
+        if isinstance(v_out, MaybeDefined):
+            return v_out, None
+        if isinstance(v_out, Undefined):
+            raise StagingError(f"{label} is deleted or undefined at the end of the graph loop body{at}")
+        inner = v_in.value
+        if not nest.same_structure(inner, v_out):
+            raise StagingError(f"{label} is {describe(inner)} before the loop and {describe(v_out)} after "
+                               f"one iteration{at}; a loop variable must keep its structure")
+        dtypes = [t.dtype for t in nest.flatten(inner)]
+        return MaybeDefined(name, cast_leaves(v_out, dtypes), graph.constant(True), v_in.where), None
+    # a plain carried value
+    if isinstance(v_out, Undefined):
+        if isinstance(v_out, PartiallyDefined):
+            raise v_out.error()
+        raise StagingError(f"{label} is undefined at the end of the graph loop body{at}")
+    if isinstance(v_out, MaybeDefined):
+        raise StagingError(f"{label} may be undefined at the end of the graph loop body{at}")
+    paths = tuple(list_paths(v_in, v_out))
+    if paths:
+        # a list inside the variable became a TensorArray (a list built in a nested loop), or the other way
+        grow = tuple(p for p in paths if not isinstance(value_at(v_in, p[0]), TensorList))
+        if grow:
+            known = mode[2] if len(mode) > 2 else ()
+            return None, ("tensor", None, known + grow)
+        for path, dtype, element_shape, _ in paths:
+            v_out = replace_at(v_out, path, lambda v: as_tensor_list(v, dtype, element_shape, name))
+    if not nest.same_structure(v_in, v_out) or is_composite(v_in) != is_composite(v_out):
+        raise StagingError(f"{label} is {describe(v_in)} before the loop and {describe(v_out)} after one "
+                           f"iteration{at}; a loop variable must keep its structure (shapes may change)")
+    if is_composite(v_in):
+        return v_out, None
+    in_leaves, out_leaves = nest.flatten(v_in), nest.flatten(v_out)
+    new = []
+    for a, b in zip(in_leaves, out_leaves, strict=True):
+        if not is_numeric(b) or not is_convertible(b):
+            raise StagingError(f"{label} becomes {describe(b)} in the graph loop body{at}; a graph loop can "
+                               "only carry tensors and numbers")
+        new.append(b)
+    return nest.pack_as(v_out, new), None
+
+
+def weak_fixups(init_state, modes, loop_vars, outs) -> dict:
+    """Loop variables that started as Python numbers and come back with another dtype.
+
+    Under numpy's rules a Python number is "weak": `0 + float32` is float32.
+    Such a variable is traced once more as a plain Python number ("probe"),
+    which gives the dtype Python would end up with; the loop then starts it
+    with that dtype.
+    """
+    changes = {}
+    for i, (v0, mode) in enumerate(zip(init_state, modes, strict=True)):
+        if mode != ("tensor", None) or i not in loop_vars or i not in outs or not is_weak(v0):
+            continue
+        before, after = loop_vars[i], outs[i]
+        dtype = leaf_dtype(after)
+        if isinstance(before, Tensor) and dtype is not None and dtype != before.dtype:
+            changes[i] = ("probe",)
+    return changes

@@ -1,0 +1,278 @@
+"""`while` and `for` loops: run in Python while their condition or iterable is a Python value,
+graph while_loops when it is a tensor (or becomes one)."""
+from __future__ import annotations
+
+import numpy as np
+
+import graph
+from transpile import conversion
+from transpile.operators.data_structures import TensorList, list_builder, stacked_list
+from transpile.operators.encoding import (builder_paths, fresh_containers, pack_result, replace_at, unpack_outputs,
+                                          value_at)
+from transpile.operators.iterables import RangeSource, Source, graph_source
+from transpile.operators.leaves import describe, is_convertible, is_tensor, variable_label
+from transpile.operators.loop_vars import body_output, initial_mode, initial_value, weak_fixups
+from transpile.operators.staging import (Promote, Retry, StagingError, anchor_effects, build_until_settled,
+                                         predicate, warn_at_user_line)
+from transpile.operators.trace_state import LoopFrame, trace_state
+
+_UNROLL_WARNING_ITERATIONS = 1000
+_warned_unrolled: set = set()  # code objects of loop bodies already warned about
+
+
+def _check_unrolling(loop_body, iterations: int, g, nodes_before: int) -> None:
+    """Warns once per loop when a Python loop adds many copies of its body to the graph."""
+    if iterations != _UNROLL_WARNING_ITERATIONS or len(g.nodes) == nodes_before:
+        return
+    code = getattr(loop_body, "__code__", None)
+    if code in _warned_unrolled:
+        return
+    _warned_unrolled.add(code)
+    meta = conversion.metadata_for(loop_body)
+    where = _loop_where(meta, meta.get("kind", "")) if meta else "a loop"
+    warn_at_user_line(f"{where} has run {iterations} iterations in Python while the graph is built, adding "
+                      f"{len(g.nodes) - nodes_before} nodes so far: its condition or iterable is a Python value, "
+                      "so it unrolls into the graph. Make it a graph tensor (e.g. a tensor loop bound) for a graph "
+                      "loop")
+
+
+def _loop_where(meta, kind) -> str:
+    f, line = meta.get("filename"), meta.get("loop_line")
+    return f"the {kind} loop at {f}:{line}" if f and line else f"a {kind} loop"
+
+
+def _graph_loop(cond_fn, body_fn, internal, state, names, meta, kind: str, loop_where: str,
+                parallel_iterations: int = 32):
+    """`while cond_fn(internal, state): internal, state = body_fn(internal, state)` as a graph loop.
+
+    `internal` are the helper's own loop variables (a counter); `state` the
+    user's. Variables undefined before the loop, Python lists appended to in
+    it and Python numbers whose dtype the body changes are discovered while
+    tracing the body; the loop is then rolled back and built again with them.
+    """
+    g = graph.get_default_graph()
+    anchor_effects(g)
+    state = tuple(state)
+    appends = set(meta.get("appends", ()))
+    modes = [("accumulate",) if names[i] in appends and (isinstance(v, list) or list_builder(v) is not None)
+             else initial_mode(v) for i, v in enumerate(state)]
+    for i, v in enumerate(state):
+        inner = tuple(builder_paths(v)) if modes[i] == ("tensor", None) else ()
+        if inner:  # lists built by earlier loops stay lists (TensorArrays) through this one
+            modes[i] = ("tensor", None, inner)
+    token = object()
+    labels = list(names)
+
+    def build():
+        carried = [i for i, m in enumerate(modes) if m[0] not in ("fixed", "probe")]
+        try:
+            init = {i: initial_value(state[i], modes[i], names[i], loop_where) for i in carried}
+        except TypeError as e:
+            i = next(i for i in carried if not is_convertible(state[i]))
+            label = variable_label(names[i], meta)
+            raise StagingError(f"{label} cannot be carried by the graph loop: {e}") from None
+        # a graph loop needs a variable: a loop whose state lives in Variables only gets a counter
+        extra = () if internal or carried else (graph.constant(np.int64(0)),)
+        n_internal = len(internal) + len(extra)
+        loop_vars = tuple(internal) + extra + tuple(init[i] for i in carried)
+        seen_outs: dict = {}
+
+        def full_state(values):
+            current = list(state)
+            for i, v in zip(carried, values, strict=True):
+                current[i] = v
+            return current
+
+        def cond_w(*vs):
+            current = full_state(vs[n_internal:])
+            return cond_fn(vs[:len(internal)], current)
+
+        def body_w(*vs):
+            current = full_state(vs[n_internal:])
+            lists = {id(v): i for i, v in enumerate(current) if isinstance(v, list)}
+            lengths = {i: len(v) for i, v in enumerate(current) if isinstance(v, list)}
+            loops = trace_state().loops
+            frame = LoopFrame(token, lists)
+            loops.append(frame)
+            try:
+                new_internal, out = body_fn(vs[:len(internal)], current)
+            finally:
+                loops.remove(frame)
+            out = unpack_outputs(out, names)
+            changes, result = {}, []
+            for i, n in lengths.items():
+                if out[i] is current[i] and len(out[i]) != n:  # appended in place (not via list_append)
+                    changes[i] = ("accumulate",)
+            if changes:
+                raise Retry(token, changes)
+            for i in range(len(state)):
+                v_in = current[i]
+                value, change = body_output(v_in, out[i], modes[i], names[i], meta)
+                if change is not None:
+                    changes[i] = change
+                elif modes[i][0] not in ("fixed", "probe"):
+                    result.append(value)
+                    seen_outs[i] = value
+            changes.update(weak_fixups(state, modes, init, seen_outs))
+            if changes:
+                raise Retry(token, changes)
+            return tuple(new_internal) + tuple(v + np.int64(1) for v in vs[len(internal):n_internal]) + \
+                tuple(result)
+
+        context, effect_before = g.context, g.last_effect(g.context)
+        outs = graph.while_loop(cond_w, body_w, loop_vars, parallel_iterations=parallel_iterations,
+                                names=[f"<{kind} counter>"] * n_internal + [labels[i] for i in carried])
+        if context is not None and g.last_effect(context) is not effect_before:
+            context.has_effects = True  # (as for graph.cond, see conditionals.graph_cond)
+        outs = tuple(outs)
+        final = full_state(outs[n_internal:])
+        for i in carried:
+            if modes[i][0] == "accumulate" and not isinstance(state[i], TensorList):
+                final[i] = stacked_list(final[i])
+            for path, *_ in (modes[i][2] if modes[i][0] == "tensor" and len(modes[i]) > 2 else ()):
+                if not isinstance(value_at(state[i], path), TensorList):  # outside its loops: a tensor
+                    final[i] = replace_at(final[i], path, stacked_list)
+        return outs[:len(internal)], final
+
+    def adjust(changes: dict) -> None:
+        for i, change in changes.items():
+            modes[i] = change
+
+    return build_until_settled(build, adjust, token,
+                               f"could not build the graph loop {loop_where}: its variables kept changing")
+
+
+def while_stmt(loop_test, loop_body, state=(), names=()):
+    """Runs the loop, and returns the variables it carries::
+
+        while loop_test(*state):
+            state = loop_body(*state)
+
+    When the test is a graph tensor the loop becomes a graph while_loop. A loop
+    whose test turns into a tensor after some Python iterations (a `break` that
+    depends on a tensor, e.g. in `while True:`) is rebuilt as a graph loop.
+    """
+    state, names = tuple(state), tuple(names)
+    g = graph.get_default_graph()
+    checkpoint = g.checkpoint()
+    start = fresh_containers(state)
+    nodes_before = len(g.nodes)
+    iterations = 0
+    loops = trace_state().loops
+    frame = LoopFrame(object(), promotable=True)
+    loops.append(frame)
+    try:
+        test = loop_test(*state)
+        while not is_tensor(test):
+            if not test:
+                return pack_result(state, names) if names else None
+            state = unpack_outputs(loop_body(*state), names)
+            iterations += 1
+            _check_unrolling(loop_body, iterations, g, nodes_before)
+            test = loop_test(*state)
+    except Promote as p:
+        if p.token is not frame.token:
+            raise
+    finally:
+        loops.remove(frame)
+    g.rollback(checkpoint)
+    meta = conversion.metadata_for(loop_body)
+    where = _loop_where(meta, "while")
+
+    def cond_fn(internal, current):
+        value = loop_test(*current)
+        return predicate(value, where) if is_tensor(value) else graph.constant(bool(value))
+
+    def body_fn(internal, current):
+        return (), loop_body(*current)
+
+    try:
+        _, final = _graph_loop(cond_fn, body_fn, (), start, names, meta, "while", f"{where}, which ran zero times")
+    except Exception as e:
+        if iterations:
+            e.add_note(f"note: {where} became a graph loop because its condition became a graph tensor after "
+                       f"{iterations} Python iteration(s) (a `break` or `return` that depends on a tensor, or a "
+                       "loop variable that became a tensor)")
+        raise
+    return pack_result(final, names) if names else None
+
+
+def for_stmt(iterable, loop_body, state=(), names=(), loop_test=None):
+    """Runs the loop, and returns the variables it carries::
+
+        for item in iterable:
+            if loop_test is not None and not loop_test(*state):
+                break
+            state = loop_body(item, *state)
+
+    Iterating over a tensor (its first axis), a TensorArray, `range` with
+    tensor bounds, or `enumerate`/`zip` of those builds a graph loop. Other
+    iterables run in Python while the graph is built.
+    """
+    state, names = tuple(state), tuple(names)
+    meta = conversion.metadata_for(loop_body)
+    where = _loop_where(meta, "for")
+    source = graph_source(iterable)
+    if source is not None:
+        return _graph_for(source, loop_body, state, names, loop_test, meta, where)
+    g = graph.get_default_graph()
+    checkpoint = g.checkpoint()
+    start = fresh_containers(state)
+    items = iter(iterable)
+    nodes_before, iterations = len(g.nodes), 0
+    loops = trace_state().loops
+    frame = LoopFrame(object(), promotable=isinstance(iterable, range))
+    loops.append(frame)
+    try:
+        while True:
+            if loop_test is not None:
+                go = loop_test(*state)
+                if is_tensor(go):
+                    if isinstance(iterable, range):
+                        raise Promote(frame.token)
+                    raise StagingError(
+                        f"{where} iterates over {describe(iterable)}, so it runs in Python while the graph is "
+                        "built, but whether it stops early (a `break` or `return` inside it) depends on a graph "
+                        "tensor. Iterate over a tensor instead (e.g. `for v in np.asarray(values)` on an array "
+                        "argument, or `range(n)` with a tensor n) so that it becomes a graph loop, or make the "
+                        "condition a Python value")
+                if not go:
+                    break
+            try:
+                item = next(items)
+            except StopIteration:
+                break
+            state = unpack_outputs(loop_body(item, *state), names)
+            iterations += 1
+            _check_unrolling(loop_body, iterations, g, nodes_before)
+        return pack_result(state, names) if names else None
+    except Promote as p:
+        if p.token is not frame.token:
+            raise
+    finally:
+        loops.remove(frame)
+    g.rollback(checkpoint)
+    src = RangeSource(iterable.start, iterable.stop, iterable.step)
+    return _graph_for(src, loop_body, start, names, loop_test, meta, where)
+
+
+def _graph_for(source: Source, loop_body, state, names, loop_test, meta, where):
+    n = source.n()
+
+    def cond_fn(internal, current):
+        (k,) = internal
+        pred = graph.less(k, n)
+        if loop_test is not None:
+            go = loop_test(*current)
+            go = predicate(go, where) if is_tensor(go) else graph.constant(bool(go))
+            pred = graph.logical_and(pred, go)
+        return pred
+
+    def body_fn(internal, current):
+        (k,) = internal
+        out = loop_body(source.item(k), *current)
+        return (k + np.int64(1),), out
+
+    _, final = _graph_loop(cond_fn, body_fn, (graph.constant(np.int64(0)),), state, names, meta, "for",
+                           f"{where}, which ran zero times")
+    return pack_result(final, names) if names else None

@@ -1,0 +1,65 @@
+"""What the helpers know about the converted code running around them on one thread.
+
+Generated code calls a helper with the values of the one statement it replaces
+(`ag.while_stmt(loop_test, loop_body, (i, s), ('i', 's'))`), the way the
+statement reads. Some decisions need the code *around* that statement: whether
+a graph is being traced (a `print` of Python values then prints when the graph
+runs), which loops are being traced (an `append` inside a graph loop makes the
+list a TensorArray; a Python loop can be rebuilt as a graph loop), and how deep
+converted calls recurse. Passing that through every generated call would make
+generated code unreadable, so it lives here, in one `TraceState` per thread
+(threads may run converted code and trace graphs concurrently), and helpers
+reach it with `trace_state()`. Nothing else in this package keeps such state.
+"""
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+
+
+@dataclass(eq=False, slots=True)
+class LoopFrame:
+    """A loop being traced: a graph loop's body (with the Python lists it carries, for
+    list.append), or a Python loop that could become a graph loop (`promotable`)."""
+
+    token: object
+    lists: dict = field(default_factory=dict)  # id(list object) -> index of the loop variable
+    promotable: bool = False
+
+
+@dataclass(eq=False, slots=True)
+class TraceState:
+    """The per-thread state of running converted code (see the module docstring)."""
+
+    tracing: int = 0                                          # depth of `tracing()` blocks
+    loops: list[LoopFrame] = field(default_factory=list)      # innermost last
+    call_depth: dict = field(default_factory=dict)            # code object -> active converted calls
+
+    def innermost_loop(self) -> LoopFrame | None:
+        return self.loops[-1] if self.loops else None
+
+
+_per_thread = threading.local()
+
+
+def trace_state() -> TraceState:
+    """This thread's TraceState."""
+    state = getattr(_per_thread, "state", None)
+    if state is None:
+        state = _per_thread.state = TraceState()
+    return state
+
+
+def is_tracing() -> bool:
+    """Whether this thread is inside a `tracing()` block."""
+    return trace_state().tracing > 0
+
+
+class tracing:
+    """Marks that a graph is being traced (so `print` of Python values prints when the graph runs)."""
+
+    def __enter__(self) -> None:
+        trace_state().tracing += 1
+
+    def __exit__(self, *exc) -> None:
+        trace_state().tracing -= 1
