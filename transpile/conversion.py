@@ -15,7 +15,7 @@ from transpile.converters import (asserts, break_statements, call_trees, conditi
                                   conditionals, continue_statements, guard_clauses, lists,
                                   logical_expressions, loops, return_statements, slices, unsupported, variables)
 from transpile.converters.base import Context, walk_same_scope
-from transpile.converters.state import GENERATED_FN
+from transpile.converters.carried import GENERATED_FN
 from transpile.liveness.activity import FUNCTION_SCOPE
 from transpile.naming import Namer
 

@@ -330,8 +330,8 @@ def test_every_converter_has_a_before_after_case():
 
     import transpile.converters as pkg
     tested = {step.__name__.rsplit(".", 1)[-1] for steps, _, _ in CASES.values() for step in steps}
-    # base and state are helpers; unsupported only rejects (its cases are in test_errors.py)
-    converters = {info.name for info in pkgutil.iter_modules(pkg.__path__)} - {"base", "state", "unsupported"}
+    # base and carried are helpers; unsupported only rejects (its cases are in test_errors.py)
+    converters = {info.name for info in pkgutil.iter_modules(pkg.__path__)} - {"base", "carried", "unsupported"}
     assert converters <= tested, f"converters without a before/after case: {sorted(converters - tested)}"
 
 
@@ -342,7 +342,7 @@ def test_every_converter_module_has_a_docstring_and_an_example():
     for info in pkgutil.iter_modules(pkg.__path__):
         module = __import__(f"transpile.converters.{info.name}", fromlist=["_"])
         assert module.__doc__ and len(module.__doc__.strip().splitlines()) == 1, info.name
-        if info.name in ("base", "state"):
+        if info.name in ("base", "carried"):
             continue
         classes = [v for v in vars(module).values() if isinstance(v, type) and v.__module__ == module.__name__
                    and v.__doc__ and ("Before" in v.__doc__ or "::" in v.__doc__)]

@@ -5,7 +5,7 @@ import gast
 
 from transpile import anno
 from transpile import ast_util as A
-from transpile.converters import state as S
+from transpile.converters import carried
 from transpile.converters.base import Context, Converter
 
 
@@ -38,12 +38,12 @@ class Conditionals(Converter):
 
     def __init__(self, ctx: Context):
         super().__init__(ctx)
-        self.scopes: list[S.ScopeInfo] = []
+        self.scopes: list[carried.ScopeInfo] = []
 
     def visit_FunctionDef(self, node):
-        if anno.get_anno(node, S.GENERATED_FN):
+        if anno.get_anno(node, carried.GENERATED_FN):
             return self.generic_visit(node)
-        self.scopes.append(S.ScopeInfo(node))
+        self.scopes.append(carried.ScopeInfo(node))
         node = self.generic_visit(node)
         self.scopes.pop()
         return node
@@ -61,29 +61,29 @@ class Conditionals(Converter):
         t_name, f_name = self.ctx.namer.new("if_true"), self.ctx.namer.new("if_false")
         node = self.generic_visit(node)
         scope = self.scopes[-1]
-        assigned_by_test = S.test_effects(node)  # a walrus in the test
+        assigned_by_test = carried.test_effects(node)  # a walrus in the test
         modified = body_scope.modified | orelse_scope.modified | assigned_by_test
-        state = S.state_vars(modified, live_in | assigned_by_test, live_out, scope)
-        outs = S.make_vars(state, scope, self.ctx)
+        state = carried.state_vars(modified, live_in | assigned_by_test, live_out, scope)
+        outs = carried.make_vars(state, scope, self.ctx)
         ins = [v for v in outs if v.qn in live_in or v.qn in assigned_by_test]
-        returns = S.values_expr(outs) if outs else None
+        returns = carried.values_expr(outs) if outs else None
         orelse_origin = node.orelse[0] if node.orelse else node
         meta_common = {"kind": "if", "if_line": node.lineno}
-        t_fn = S.function(self.ctx, t_name, [v.param for v in ins], ins, node.body, returns,
+        t_fn = carried.function(self.ctx, t_name, [v.param for v in ins], ins, node.body, returns,
                           node.body[0], dict(meta_common, branch="true",
-                                             assigned=S.first_assignments(node.body)))
-        f_fn = S.function(self.ctx, f_name, [v.param for v in ins], ins, node.orelse,
-                          S.values_expr(outs) if outs else None, orelse_origin,
+                                             assigned=carried.first_assignments(node.body)))
+        f_fn = carried.function(self.ctx, f_name, [v.param for v in ins], ins, node.orelse,
+                          carried.values_expr(outs) if outs else None, orelse_origin,
                           dict(meta_common, branch="false", has_else=bool(node.orelse),
-                               assigned=S.first_assignments(node.orelse)))
+                               assigned=carried.first_assignments(node.orelse)))
         args = [node.test, A.name(t_fn.name), A.name(f_fn.name)]
         if outs or ins:
-            args += [S.state_tuple(ins), S.names_tuple(outs)]
+            args += [carried.state_tuple(ins), carried.names_tuple(outs)]
         call = self.ctx.ag_call("if_stmt", args)
-        stmt = A.assign(S.targets_expr(outs), call) if outs else A.expr_stmt(call)
+        stmt = A.assign(carried.targets_expr(outs), call) if outs else A.expr_stmt(call)
         A.locate(stmt, node)
         stmt.end_lineno, stmt.end_col_offset = node.lineno, node.test.end_col_offset
-        return S.undefined_inits(ins, node, self.ctx) + [t_fn, f_fn, stmt]
+        return carried.undefined_inits(ins, node, self.ctx) + [t_fn, f_fn, stmt]
 
 
 def transform(fn_node, ctx: Context):

@@ -5,7 +5,7 @@ import gast
 
 from transpile import anno
 from transpile import ast_util as A
-from transpile.converters import state as S
+from transpile.converters import carried
 from transpile.converters.base import Context, Converter
 from transpile.converters.break_statements import EXTRA_TEST
 
@@ -55,12 +55,12 @@ class Loops(Converter):
 
     def __init__(self, ctx: Context):
         super().__init__(ctx)
-        self.scopes: list[S.ScopeInfo] = []
+        self.scopes: list[carried.ScopeInfo] = []
 
     def visit_FunctionDef(self, node):
-        if anno.get_anno(node, S.GENERATED_FN):
+        if anno.get_anno(node, carried.GENERATED_FN):
             return self.generic_visit(node)
-        self.scopes.append(S.ScopeInfo(node))
+        self.scopes.append(carried.ScopeInfo(node))
         node = self.generic_visit(node)
         self.scopes.pop()
         return node
@@ -75,31 +75,31 @@ class Loops(Converter):
         live_in = anno.get_anno(node, anno.LIVE_IN, frozenset())
         live_out = anno.get_anno(node, anno.LIVE_OUT, frozenset())
         scope = self.scopes[-1]
-        state = S.state_vars(body_scope.modified | extra_modified, live_in, live_out, scope)
-        return S.make_vars(state, scope, self.ctx)
+        state = carried.state_vars(body_scope.modified | extra_modified, live_in, live_out, scope)
+        return carried.make_vars(state, scope, self.ctx)
 
     def _finish(self, node, call, vs):
-        stmt = A.assign(S.targets_expr(vs), call) if vs else A.expr_stmt(call)
+        stmt = A.assign(carried.targets_expr(vs), call) if vs else A.expr_stmt(call)
         A.locate(stmt, node)
         stmt.end_lineno = node.lineno
         return stmt
 
     def visit_While(self, node):
-        vs_before = self._state(node, S.test_effects(node))
+        vs_before = self._state(node, carried.test_effects(node))
         test_name, body_name = self.ctx.namer.new("loop_test"), self.ctx.namer.new("loop_body")
         node = self.generic_visit(node)
         vs = vs_before
         params = [v.param for v in vs]
         meta = {"kind": "while", "loop_line": node.lineno, "appends": _appended(node.body, self.ctx)}
-        test_fn = S.function(self.ctx, test_name, params, vs, [], node.test, node, meta)
-        body_fn = S.function(self.ctx, body_name, params, vs, node.body,
-                             S.values_expr(vs) if vs else None, node.body[0],
-                             dict(meta, assigned=S.first_assignments(node.body)))
+        test_fn = carried.function(self.ctx, test_name, params, vs, [], node.test, node, meta)
+        body_fn = carried.function(self.ctx, body_name, params, vs, node.body,
+                             carried.values_expr(vs) if vs else None, node.body[0],
+                             dict(meta, assigned=carried.first_assignments(node.body)))
         args = [A.name(test_fn.name), A.name(body_fn.name)]
         if vs:
-            args += [S.state_tuple(vs), S.names_tuple(vs)]
+            args += [carried.state_tuple(vs), carried.names_tuple(vs)]
         stmt = self._finish(node, self.ctx.ag_call("while_stmt", args), vs)
-        return S.undefined_inits(vs, node, self.ctx) + [test_fn, body_fn, stmt]
+        return carried.undefined_inits(vs, node, self.ctx) + [test_fn, body_fn, stmt]
 
     def visit_For(self, node):
         vs = self._state(node)
@@ -120,19 +120,19 @@ class Loops(Converter):
             body.insert(0, A.locate(A.assign(A.with_ctx(target, gast.Store()), A.name(item)), target))
         meta = {"kind": "for", "loop_line": node.lineno, "appends": _appended(node.body, self.ctx)}
         fns = []
-        body_fn = S.function(self.ctx, body_name, [item] + params, vs, body,
-                             S.values_expr(vs) if vs else None, node.body[0],
-                             dict(meta, assigned=S.first_assignments(node.body)))
+        body_fn = carried.function(self.ctx, body_name, [item] + params, vs, body,
+                             carried.values_expr(vs) if vs else None, node.body[0],
+                             dict(meta, assigned=carried.first_assignments(node.body)))
         args = [node.iter, A.name(body_fn.name)]
         if vs or extra_test is not None:
-            args += [S.state_tuple(vs), S.names_tuple(vs)]
+            args += [carried.state_tuple(vs), carried.names_tuple(vs)]
         if extra_test is not None:
-            test_fn = S.function(self.ctx, test_name, params, vs, [], extra_test, node, meta)
+            test_fn = carried.function(self.ctx, test_name, params, vs, [], extra_test, node, meta)
             fns.append(test_fn)
             args.append(A.name(test_fn.name))
         fns.append(body_fn)
         stmt = self._finish(node, self.ctx.ag_call("for_stmt", args), vs)
-        return S.undefined_inits(vs, node, self.ctx) + fns + [stmt]
+        return carried.undefined_inits(vs, node, self.ctx) + fns + [stmt]
 
 
 def transform(fn_node, ctx: Context):

@@ -5,7 +5,8 @@ import gast
 
 from transpile import anno
 from transpile import ast_util as A
-from transpile.converters.base import Context, LOOPS, block_exits, walk_same_scope
+from transpile.converters.base import LOOPS, Context, block_exits, move_rest_into_branches, walk_same_scope
+from transpile.converters.guard_clauses import EXITS
 
 _TERMINAL = (gast.Return, gast.Raise)
 
@@ -109,8 +110,6 @@ class ReturnStatements:
             A.locate(end, fn.body[-1])
             end.lineno = end.end_lineno = fn.body[-1].end_lineno
             fn.body.append(end)
-            from transpile.converters.guard_clauses import EXITS
-            from transpile.converters.base import move_rest_into_branches
             fn.body = move_rest_into_branches(fn.body, EXITS, lambda s: None)
         retval = self.ctx.namer.new("retval")
         self.ctx.generated.add(retval)

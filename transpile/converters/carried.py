@@ -1,4 +1,4 @@
-"""The state of a converted `if` or loop (from liveness) and the functions that carry it."""
+"""The variables a converted `if` or loop carries (from liveness) and the generated functions that carry them."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -7,7 +7,7 @@ import gast
 
 from transpile import anno
 from transpile import ast_util as A
-from transpile.converters.base import Context
+from transpile.converters.base import Context, walk_same_scope
 from transpile.liveness.activity import FUNCTION_SCOPE, node_effects
 from transpile.liveness.qual_names import QN
 
@@ -144,7 +144,6 @@ def undefined_inits(vs: list[Var], node, ctx: Context) -> list:
 
 def first_assignments(stmts) -> dict[str, int]:
     """The line where each name is first assigned in `stmts` (for error messages)."""
-    from transpile.converters.base import walk_same_scope
     lines: dict[str, int] = {}
     for s in stmts:
         for n in walk_same_scope(s):
