@@ -195,7 +195,6 @@ def _declare_outer_names(fn_node) -> None:
         for n in walk_same_scope(s):
             if isinstance(n, (gast.FunctionDef, gast.AsyncFunctionDef)):
                 visit(n, *_cells_of(fn_node))
-    scope = anno.get_anno(fn_node, FUNCTION_SCOPE)
 
 
 def _cells_of(fn):

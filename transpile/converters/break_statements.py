@@ -5,7 +5,7 @@ import gast
 
 from transpile import anno
 from transpile import ast_util as A
-from transpile.converters.base import Context, Converter, LOOPS, walk_same_loop
+from transpile.converters.base import Context, Converter, walk_same_loop
 from transpile.converters.return_statements import RETURN_FLAG
 
 EXTRA_TEST = "extra_test"  # on a For node: an expression that must stay true to keep iterating

@@ -1,8 +1,6 @@
 """Turns `a if c else b` into `ag.if_exp(c, lambda: a, lambda: b)`."""
 from __future__ import annotations
 
-import gast
-
 from transpile import ast_util as A
 from transpile.converters.base import Context, Converter
 

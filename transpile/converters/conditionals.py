@@ -1,8 +1,6 @@
 """Turns `if` statements into `ag.if_stmt` calls with explicit branch functions."""
 from __future__ import annotations
 
-import gast
-
 from transpile import anno
 from transpile import ast_util as A
 from transpile.converters import carried

@@ -9,7 +9,7 @@ list a TensorArray; a Python loop can be rebuilt as a graph loop), and how deep
 converted calls recurse. Passing that through every generated call would make
 generated code unreadable, so it lives here, in one `TraceState` per thread
 (threads may run converted code and trace graphs concurrently), and helpers
-reach it with `trace_state()`. Nothing else in this package keeps such state.
+reach it with `trace_state()`. It is the only per-thread state of this package.
 """
 from __future__ import annotations
 
