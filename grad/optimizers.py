@@ -16,7 +16,7 @@ from graph.ops import math as m
 from graph.ops.conversion import convert
 from graph.ops.basic import group
 from graph.ops.reduce import reduce_sum
-from graph.ops.state import Variable
+from graph.ops.variables import Variable
 from grad.gradients import gradients
 
 

@@ -18,7 +18,7 @@ class Tensor:
     """A symbolic value: output `index` of `node`, with a dtype and a partial shape.
 
     Arithmetic, comparisons, indexing and numpy functions on tensors build graph
-    nodes (installed by `graph.ops.operators` and `graph.ops.numpy_api`). Python
+    nodes (installed by `graph.ops.tensor_methods` and `graph.ops.numpy_api`). Python
     cannot branch on one: `bool(t)` raises with a pointer to the transpiler,
     `cond` and `while_loop`.
     """

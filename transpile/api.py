@@ -81,7 +81,15 @@ class _VariableScope:
         self.created: list = []
         self.reusing = False
         self.index = 0
-        self.reused_ids: set = set()
+
+    def create(self, next_creator, **kwargs):
+        """The graph.variable_creator_scope creator of a trace: the first trace makes and records the
+        Variables, later ones get the same objects in creation order."""
+        if self.reusing:
+            return self.next_existing()
+        v = next_creator(**kwargs)
+        self.created.append(v)
+        return v
 
     def next_existing(self):
         if self.index >= len(self.created):
@@ -91,36 +99,7 @@ class _VariableScope:
                 "Create Variables outside the function, or on every path of its first call")
         v = self.created[self.index]
         self.index += 1
-        self.reused_ids.add(id(v))
         return v
-
-
-_var_tls = threading.local()
-
-
-def _install_variable_hook() -> None:
-    cls = graph.Variable
-    if cls.__dict__.get("_transpile_hooked"):
-        return
-    original_init = cls.__init__
-
-    def new(klass, *args, **kwargs):
-        scope = getattr(_var_tls, "scope", None)
-        if scope is not None and scope.reusing and klass is cls:
-            return scope.next_existing()
-        return object.__new__(klass)
-
-    def init(self, *args, **kwargs):
-        scope = getattr(_var_tls, "scope", None)
-        if scope is not None and id(self) in scope.reused_ids:
-            return
-        original_init(self, *args, **kwargs)
-        if scope is not None and not scope.reusing:
-            scope.created.append(self)
-
-    cls.__new__ = staticmethod(new)
-    cls.__init__ = init
-    cls._transpile_hooked = True
 
 
 # --------------------------------------------------------------------------- traces
@@ -315,22 +294,19 @@ class Function:
             return trace
 
     def _trace(self, sig: signatures.Signature, bound: inspect.BoundArguments) -> _Trace:
-        _install_variable_hook()
         converted = convert(self.python_function)
         g = graph.Graph()
         placeholders = []
         scope = self._variables
-        scope.reusing, scope.index, scope.reused_ids = bool(scope.created), 0, set()
+        scope.reusing, scope.index = bool(scope.created), 0
         keep_alive = []
-        _var_tls.scope = scope
         try:
-            with g.as_default(), operators.tracing():
+            with graph.variable_creator_scope(scope.create), g.as_default(), operators.tracing():
                 call_args, call_kwargs = self._symbolic_arguments(bound, sig, placeholders, keep_alive)
                 out = converted(*call_args, **call_kwargs)
                 out = _finish_outputs(out)
             effects = g.last_effect(None)
         finally:
-            _var_tls.scope = None
             scope.reusing = False
         leaves = nest.flatten(out) if isinstance(out, (list, tuple, dict)) else [out]
         fetches, fetch_index, constants = [], [], []

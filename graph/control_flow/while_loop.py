@@ -23,7 +23,7 @@ from graph.errors import GraphError, user_location
 from graph.node import Tensor
 from graph.ops.conversion import convert
 from graph.ops.math import add, less, logical_and
-from graph.ops.state import variable_uses
+from graph.ops.variables import variable_uses
 
 _MAX_RELAXATIONS = 8
 

@@ -10,5 +10,5 @@ from graph.ops.reduce import *  # noqa: F401,F403
 from graph.ops.indexing import *  # noqa: F401,F403
 from graph.ops.nn import *  # noqa: F401,F403
 from graph.ops.random import *  # noqa: F401,F403
-from graph.ops.state import *  # noqa: F401,F403
-from graph.ops import numpy_api, operators  # noqa: F401  (installs Tensor operators and numpy protocols)
+from graph.ops.variables import *  # noqa: F401,F403
+from graph.ops import numpy_api, tensor_methods  # noqa: F401  (install Tensor's numpy protocols and operators)

@@ -17,7 +17,7 @@ import numpy as np
 from graph import dtypes as _dt
 from graph import shapes as _sh
 from graph.core import make_op
-from graph.errors import GraphError
+from graph.errors import DTypeError, GraphError
 from graph.node import Tensor
 from graph.op_registry import register_op
 from graph.ops.conversion import constant, convert, static_value
@@ -332,7 +332,6 @@ def set_item(x, key, value, name: str | None = None) -> Tensor:
     index, dyn = parse_index(key)
     v = convert(value, like=x)
     if not np.can_cast(v.dtype, x.dtype, casting="same_kind"):
-        from graph.errors import DTypeError
         raise DTypeError(f"cannot assign a {v.dtype} value into {x.dtype} tensor {x.name}; cast it first")
     return make_op("SetItem", [x, v, *dyn], {"index": index}, name=name).outputs[0]
 

@@ -236,7 +236,8 @@ def _outer(a, b, out=None):
     return M.mul(A.reshape(a, [-1, 1]), A.reshape(b, [1, -1]))
 
 
-def _round(a, decimals=0, out=None):
+def round_(a, decimals=0, out=None):
+    """`np.round(a, decimals)`: numpy's rounding (half to even), integers kept integral."""
     _no_out("np.round", out)
     a = convert(a)
     if a.dtype.kind in "iu":  # numpy keeps integers: unchanged, or rounded to tens, hundreds, ...
@@ -284,7 +285,7 @@ FUNCTIONS = {
     np.split: lambda ary, indices_or_sections, axis=0: A.split(ary, indices_or_sections, axis),
     np.ravel: lambda a, order="C": A.reshape(a, [-1]), np.copy: lambda a, order="K", subok=False: convert(a),
     np.swapaxes: _swapaxes, np.moveaxis: _moveaxis, np.outer: _outer,
-    np.round: _round, np.around: _round, np.count_nonzero: _count_nonzero,
+    np.round: round_, np.around: round_, np.count_nonzero: _count_nonzero,
     np.linalg.norm: _norm,
 }
 

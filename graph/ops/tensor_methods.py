@@ -13,6 +13,8 @@ from graph.node import Tensor
 from graph.ops import array as _array
 from graph.ops import indexing as _indexing
 from graph.ops import math as _math
+from graph.ops import nn as _nn
+from graph.ops import numpy_api as _numpy_api
 from graph.ops import reduce as _reduce
 from graph.ops.conversion import convert, convert_pair
 
@@ -124,18 +126,15 @@ def _minmax_method(fn):
 
 
 def _clip(self, min=None, max=None):
-    from graph.ops.nn import clip
-    return clip(self, min, max)
+    return _nn.clip(self, min, max)
 
 
 def _round(self, decimals=0, out=None):
-    from graph.ops.numpy_api import _round
-    return _round(self, decimals, out)
+    return _numpy_api.round_(self, decimals, out)
 
 
 def _dot(self, other):
-    from graph.ops.numpy_api import dot
-    return dot(self, other)
+    return _numpy_api.dot(self, other)
 
 
 def _size(self):

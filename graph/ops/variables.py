@@ -7,11 +7,18 @@ resource variable), so the value persists across runs, sessions and graphs.
 when they run. All of them are ordered effects: they happen in program order.
 Values are never mutated in place (each assignment stores a new read-only
 array), so a value read earlier stays what it was.
+
+`variable_creator_scope(creator)` lets code that runs a function (a tracer)
+decide what `Variable(...)` inside it gives: a new Variable, or one it already has.
 """
 from __future__ import annotations
 
+import contextlib
+import functools
+import inspect
 import itertools
 import threading
+from typing import Callable, Iterator
 
 import numpy as np
 
@@ -22,7 +29,7 @@ from graph.errors import DTypeError, GraphError, ShapeError, SymbolicBoolError
 from graph.node import Tensor
 from graph.op_registry import register_op
 from graph.ops import numpy_api as _numpy_api
-from graph.ops import operators as _operators
+from graph.ops import tensor_methods as _tensor_methods
 from graph.ops.conversion import constant, convert
 from graph.ops.indexing import indexed_shape, parse_index
 from graph.ops.math import cast
@@ -80,7 +87,56 @@ register_op("AssignSubVariable", _assign_infer, differentiable=False, **_FLAGS)
 register_op("AssignItemVariable", _assign_item_infer, differentiable=False, **_FLAGS)
 
 
-class Variable:
+# --------------------------------------------------------------------------- creation through creator scopes
+
+class _CreatorStack(threading.local):
+    """The creators of the open variable_creator_scopes of this thread, outermost first."""
+
+    def __init__(self):
+        self.creators: list[Callable] = []
+
+
+_creator_stack = _CreatorStack()
+
+
+@contextlib.contextmanager
+def variable_creator_scope(creator: Callable) -> Iterator[None]:
+    """Inside, `Variable(...)` returns what `creator(next_creator, **kwargs)` returns.
+
+    `kwargs` are the constructor's arguments by name (initial_value, name,
+    trainable, dtype); `next_creator(**kwargs)` makes the Variable through the
+    creators of the enclosing scopes (the innermost creator is called first). A
+    creator may record what it makes, change the arguments, or return an existing
+    Variable instead of making one. Scopes are per thread, like the default graph
+    (TensorFlow's `tf.variable_creator_scope`).
+    """
+    _creator_stack.creators.append(creator)
+    try:
+        yield
+    finally:
+        _creator_stack.creators.pop()
+
+
+class _CreatedThroughScopes(type):
+    """Metaclass of Variable: constructing one goes through the open variable_creator_scopes."""
+
+    def __call__(cls, *args, **kwargs):
+        creators = _creator_stack.creators
+        if not creators:
+            return super().__call__(*args, **kwargs)
+        bound = inspect.signature(cls.__init__).bind(None, *args, **kwargs)
+        bound.apply_defaults()
+        arguments = dict(bound.arguments)
+        del arguments["self"]
+        make = functools.partial(type.__call__, cls)
+        for creator in creators:
+            make = functools.partial(creator, make)
+        return make(**arguments)
+
+
+# --------------------------------------------------------------------------- Variable
+
+class Variable(metaclass=_CreatedThroughScopes):
     """`Variable(initial_value, name=None, trainable=True, dtype=None)`: persistent state.
 
     Arithmetic, indexing and numpy functions on a Variable act on its current
@@ -224,7 +280,7 @@ class Variable:
         return self.shape[0]
 
 
-_operators.install(Variable)
+_tensor_methods.install(Variable)
 _numpy_api.install(Variable)
 
 
@@ -255,4 +311,4 @@ def global_variables(g: Graph | None = None) -> list[Variable]:
     return list(g.variables.values())
 
 
-__all__ = ["Variable", "trainable_variables", "global_variables"]
+__all__ = ["Variable", "trainable_variables", "global_variables", "variable_creator_scope"]
