@@ -56,6 +56,7 @@ class Graph:
     # -- context managers ---------------------------------------------------------------
     @contextlib.contextmanager
     def as_default(self):
+        """Makes this the graph that op builders add to in this thread, inside the block."""
         _default.stack.append(self)
         try:
             yield self
