@@ -5,8 +5,8 @@ from __future__ import annotations
 import dis
 
 import graph
-from graph.node import Tensor
 from graph.errors import SourceLocation
+from graph.node import Tensor
 from transpile import conversion
 from transpile.operators.cond_outputs import DROP, Raised, as_is, encode, mode_key, plan, restore
 from transpile.operators.data_structures import stacked_list

@@ -5,8 +5,8 @@ from __future__ import annotations
 import weakref
 
 import graph
-from graph.node import Tensor
 from graph.errors import GraphError
+from graph.node import Tensor
 from transpile.operators.leaves import describe, is_tensor, is_weak
 from transpile.operators.staging import Retry, StagingError
 from transpile.operators.trace_state import trace_state

@@ -8,8 +8,8 @@ from typing import Callable, TypeVar
 import numpy as np
 
 import graph
-from graph.node import Tensor
 from graph.errors import GraphError, user_location
+from graph.node import Tensor
 
 T = TypeVar("T")
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import graph
 from graph import nest
-from graph.node import Tensor
 from graph.errors import user_location
+from graph.node import Tensor
 from transpile.operators.data_structures import TensorList
 from transpile.operators.leaves import has_graph_values
 from transpile.operators.staging import StagingError
