@@ -1,5 +1,15 @@
-"""TensorArray kernels: a run-time list of arrays, mutated in place by writes."""
+"""TensorArray kernels: a run-time list of arrays, mutated in place by writes, seen through flows.
+
+A handle's run-time value is a `TensorArrayFlow`: the shared storage and the
+size the array has at that point of the program. Storage is written in place,
+so an op that is not ordered before a later write (a `size()` read in an
+iteration whose write the executor happens to run first, at any
+parallel_iterations) could otherwise see it; reading the size, and stacking,
+through the flow gives the value the program order defines.
+"""
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -7,7 +17,7 @@ from exec.kernels.registry import kernel
 
 
 class TensorArrayValue:
-    """The run-time object behind a TensorArray handle."""
+    """The storage of a run-time TensorArray: its elements, shared by all its flows."""
 
     __slots__ = ("name", "dtype", "element_shape", "elements", "size", "dynamic", "accumulate", "grads")
 
@@ -50,16 +60,18 @@ class TensorArrayValue:
             value = old + value
         self.elements[i] = value
 
-    def read(self, index):
+    def read(self, index, size: int | None = None):
+        """Element `index` of the array as it is at `size` elements (as it is now by default)."""
         i = self._slot(index, "read")
-        if i >= len(self.elements) or self.elements[i] is None:
+        if i >= len(self.elements) or self.elements[i] is None or (size is not None and i >= size):
             if self.accumulate and self.element_shape is not None and None not in self.element_shape:
                 return np.zeros(self.element_shape, self.dtype)
             raise ValueError(f"TensorArray {self.name!r}: read of index {i}, which was never written")
         return self.elements[i]
 
-    def stack(self):
-        elements = self.elements
+    def stack(self, size: int | None = None):
+        """The first `size` elements (all of them by default) stacked along a new first axis."""
+        elements = self.elements if size is None else self.elements[:size]
         missing = [k for k, e in enumerate(elements) if e is None]
         if self.accumulate and missing:
             # gradient arrays: an element no read contributed to is a zero gradient
@@ -88,6 +100,34 @@ class TensorArrayValue:
         return np.zeros(self.element_shape, self.dtype)
 
 
+@dataclass(frozen=True, slots=True)
+class TensorArrayFlow:
+    """A TensorArray handle's value: the storage, and its size as of this handle.
+
+    `size` is None for accumulating (gradient) arrays, whose writes add up in
+    any order: their size is the storage's.
+    """
+
+    array: TensorArrayValue
+    size: int | None
+
+    def current_size(self) -> int:
+        return len(self.array.elements) if self.size is None else self.size
+
+    def grown(self, index_bound: int) -> "TensorArrayFlow":
+        """The flow after a write below `index_bound` (the highest written index + 1)."""
+        if self.size is None or index_bound <= self.size:
+            return self
+        return TensorArrayFlow(self.array, index_bound)
+
+    def __repr__(self) -> str:
+        return f"<TensorArray {self.array.name}: size {self.current_size()}>"
+
+
+def _flow_of(array: TensorArrayValue) -> TensorArrayFlow:
+    return TensorArrayFlow(array, None if array.accumulate else len(array.elements))
+
+
 def _spec_shape(spec):
     s = spec.element_shape
     return None if s is None or spec._unset else tuple(s)
@@ -101,46 +141,49 @@ def _new(node, rt):
     def new(size):
         if size < 0:
             raise ValueError(f"TensorArray {spec.name!r} created with negative size {int(size)}")
-        return TensorArrayValue(spec.name, spec.dtype, _spec_shape(spec), int(size), dynamic, accumulate)
+        return _flow_of(TensorArrayValue(spec.name, spec.dtype, _spec_shape(spec), int(size), dynamic, accumulate))
     return new
 
 
 @kernel("TensorArrayWrite")
 def _write(node, rt):
-    def write(ta, index, value):
-        ta.write(index, value)
-        return ta
+    def write(flow, index, value):
+        flow.array.write(index, value)
+        return flow.grown(int(index) + 1)
     return write
 
 
 @kernel("TensorArrayRead")
 def _read(node, rt):
-    def read(ta, index):
-        return ta.read(index)
+    def read(flow, index):
+        return flow.array.read(index, flow.size)
     return read
 
 
 @kernel("TensorArrayStack")
 def _stack(node, rt):
-    def stack(ta):
-        return ta.stack()
+    def stack(flow):
+        return flow.array.stack(flow.current_size())
     return stack
 
 
 @kernel("TensorArrayGather")
 def _gather(node, rt):
-    def gather(ta, indices):
+    def gather(flow, indices):
+        ta = flow.array
         idx = np.asarray(indices)
         if idx.size == 0:
             shape = ta.element_shape if ta.element_shape is not None else ()
             return np.zeros((*idx.shape, *shape), ta.dtype)
-        return np.stack([ta.read(i) for i in idx.ravel()]).reshape(*idx.shape, *np.shape(ta.read(idx.flat[0])))
+        elements = [ta.read(i, flow.size) for i in idx.ravel()]
+        return np.stack(elements).reshape(*idx.shape, *np.shape(elements[0]))
     return gather
 
 
 @kernel("TensorArrayUnstack")
 def _unstack(node, rt):
-    def unstack(ta, value):
+    def unstack(flow, value):
+        ta = flow.array
         value = np.asarray(value)
         if not ta.dynamic and len(ta.elements) not in (0, value.shape[0]):
             raise ValueError(f"cannot unstack {value.shape[0]} elements into TensorArray {ta.name!r} of size "
@@ -149,23 +192,24 @@ def _unstack(node, rt):
             ta.elements.extend([None] * (value.shape[0] - len(ta.elements)))
         for i in range(value.shape[0]):
             ta.write(i, value[i])
-        return ta
+        return flow.grown(value.shape[0])
     return unstack
 
 
 @kernel("TensorArrayScatter")
 def _scatter(node, rt):
-    def scatter(ta, indices, value):
-        for k, i in enumerate(np.asarray(indices).ravel()):
-            ta.write(i, np.asarray(value)[k])
-        return ta
+    def scatter(flow, indices, value):
+        indices = np.asarray(indices).ravel()
+        for k, i in enumerate(indices):
+            flow.array.write(i, np.asarray(value)[k])
+        return flow.grown(int(indices.max()) + 1) if indices.size else flow
     return scatter
 
 
 @kernel("TensorArraySize")
 def _size(node, rt):
-    def size(ta):
-        return np.int64(len(ta.elements))
+    def size(flow):
+        return np.int64(flow.current_size())
     return size
 
 
@@ -174,13 +218,14 @@ def _grad(node, rt):
     spec = node.attrs["spec"]
     source = node.attrs.get("source", "")
 
-    def grad(ta):
+    def grad(flow):
         # one gradient array per forward array and gradient computation (`source`), shared by
         # every read's gradient; gradients of gradients use another one
+        ta = flow.array
         with rt.lock:
             g = ta.grads.get(source)
             if g is None:
                 g = ta.grads[source] = TensorArrayValue(spec.name, ta.dtype, ta.element_shape, len(ta.elements),
                                                         True, True)
-        return g
+        return _flow_of(g)
     return grad

@@ -3,7 +3,9 @@
 A TensorArray value flows through the graph as a `variant` handle. Each write
 returns a new handle tensor (the "flow"), so reads and stacks are ordered after
 the writes they depend on by data dependencies alone, also across loop
-iterations and branches. Every index may be written once (except in the
+iterations and branches; `size()`, `stack()` and `gather()` see exactly the
+writes their handle comes from, never a write made later from the same handle
+(e.g. later in the same loop iteration), whichever runs first. Every index may be written once (except in the
 accumulating arrays that gradients use, where writes add up).
 
 The element dtype and shape may be unknown when the array is created (e.g. a
@@ -186,6 +188,7 @@ class TensorArray:
         return self._new(self._op("TensorArrayScatter", [convert(indices, dtype=None), value]))
 
     def size(self) -> Tensor:
+        """The number of elements as of this handle (a later write does not change it)."""
         return self._op("TensorArraySize", [])
 
     def grad(self, source: str = "") -> "TensorArray":

@@ -74,3 +74,34 @@ def test_any_fill_order_stacks_to_the_numpy_array(case):
         np.testing.assert_array_equal(got[0], want)
         assert got[1] == n
         np.testing.assert_array_equal(got[2], want[list(order[::-1])].reshape(n, 2))
+
+
+@pytest.mark.parametrize("mode", ["dataflow", "compiled"])
+@pytest.mark.parametrize("parallel_iterations", [1, 2, 32])
+@pytest.mark.parametrize("write_built_first", [True, False])
+def test_size_and_stack_read_in_an_iteration_do_not_see_its_later_write(mode, parallel_iterations,
+                                                                        write_built_first):
+    """In iteration i the array (before this iteration's write) has i elements, whichever of the two
+    ops the executor happens to run first: the ops read the array as of their input handle."""
+    g = G.Graph()
+    with g.as_default():
+        n = G.placeholder(np.int64, [])
+
+        def body(i, total, stacked_rows, ta):
+            def reads():
+                return ta.size(), G.shape(ta.stack())[0]
+            if write_built_first:
+                grown = ta.write(i, G.cast(i, np.float64))
+                size, rows = reads()
+            else:
+                size, rows = reads()
+                grown = ta.write(i, G.cast(i, np.float64))
+            return i + 1, total + size, stacked_rows + rows, grown
+
+        ta = G.TensorArray(np.float64, element_shape=[])
+        zero = G.constant(np.int64(0))
+        _, total, rows, ta = G.while_loop(lambda i, *_: G.less(i, n), body, (zero, zero, zero, ta),
+                                          parallel_iterations=parallel_iterations)
+        out = (total, rows, ta.size())
+    for got in (Session(g, mode=mode).run(out, {n: 10}), run_reference(out, {n: 10})):
+        assert [int(v) for v in got] == [45, 45, 10]
