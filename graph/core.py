@@ -239,10 +239,6 @@ class Graph:
             ctx = ctx.outer
         self._version += 1
 
-    # transpile/operators.py still uses the former private names
-    _checkpoint = checkpoint
-    _rollback = rollback
-
     @contextlib.contextmanager
     def scratch(self) -> Iterator[Checkpoint]:
         """Builds nodes only to look at them: everything built inside is rolled back on exit."""
