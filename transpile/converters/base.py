@@ -76,15 +76,23 @@ LOOPS = (gast.While, gast.For)
 FUNCTIONS = (gast.FunctionDef, gast.AsyncFunctionDef, gast.Lambda)
 
 
+SCOPES = (gast.FunctionDef, gast.AsyncFunctionDef, gast.Lambda, gast.ClassDef)
+
+
 def walk_same_scope(node):
-    """Like gast.walk, but does not enter nested functions, lambdas or classes."""
+    """Like gast.walk, but stays in the scope `node` is in: a function, lambda or class (`node`
+    itself included) is yielded but not entered.
+
+    A `return`, `yield` or assignment inside a nested def belongs to that def, so a converter
+    looking at the statements of a block (`for s in body: walk_same_scope(s)`) must not see it.
+    To walk a function's own body, walk its statements.
+    """
     todo = [node]
     while todo:
         n = todo.pop()
         yield n
-        for c in gast.iter_child_nodes(n):
-            if not isinstance(c, (gast.FunctionDef, gast.AsyncFunctionDef, gast.Lambda, gast.ClassDef)):
-                todo.append(c)
+        if not isinstance(n, SCOPES):
+            todo.extend(gast.iter_child_nodes(n))
 
 
 def bound_names(fn) -> set:
