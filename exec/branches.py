@@ -1,15 +1,16 @@
 """Untaken branches: the nodes a Switch predicate proves dead, and the edges that leave them.
 
-Per the rules in DESIGN.md, every node of an untaken cond branch runs dead, one by one: about a
-microsecond per node, paid on every run that does not take the branch. But once a predicate's
-value is known in an iteration, so is a whole set of nodes that can only be dead there: those
-*gated* by the other port. A node is gated by port p of predicate P when one of its inputs comes
-from port p of a Switch on P or from another gated node (a Merge needs all of its inputs gated:
-it is live when any input is; a loop's Merge all of its entry values). The executor skips such a
-branch: in that iteration it marks it skipped, sends one dead token along each edge that leaves
-it (its *exits*: what its dead nodes would have sent out, mostly to the cond's Merges) and drops
-whatever else arrives for its nodes (the *guarded* ones, with inputs from outside: effect-ordering
-control edges, loop constants). The cost is O(edges leaving the branch), not O(nodes in it).
+Per the tagged-token rules (docs/design.md, "Tagged-token rules"), every node of an untaken cond
+branch runs dead, one by one: about a microsecond per node, paid on every run that does not take
+the branch. But once a predicate's value is known in an iteration, so is a whole set of nodes
+that can only be dead there: those *gated* by the other port. A node is gated by port p of
+predicate P when one of its inputs comes from port p of a Switch on P or from another gated node
+(a Merge needs all of its inputs gated: it is live when any input is; a loop's Merge all of its
+entry values). The executor skips such a branch: in that iteration it marks it skipped, sends
+one dead token along each edge that leaves it (its *exits*: what its dead nodes would have sent
+out, mostly to the cond's Merges) and drops whatever else arrives for its nodes (the *guarded*
+ones, with inputs from outside: effect-ordering control edges, loop constants). The cost is
+O(edges leaving the branch), not O(nodes in it).
 
 The decision is taken as early as possible: when the predicate reaches the first Switch on it
 (TO_PRED edges), so that Switches that only feed the skipped branch (a captured value each) never
@@ -28,7 +29,7 @@ from exec.node_kinds import (EXIT, LOOP_MERGE, MERGE, NEXT, PENDING, SINGLE_OUTP
                              TO_GUARDED, TO_PRED)
 from exec.pending import slot_of
 
-# A dead Send must still tell its Recv (DESIGN.md): never skip a branch holding one.
+# A dead Send must still tell its Recv (docs/design.md, "Tagged-token rules"): never skip a branch holding one.
 NEVER_SKIPPED_OPS = frozenset({"Send", "Recv"})
 # False: plans built from now on run untaken branches dead, node by node (to compare against)
 SKIP_UNTAKEN = True

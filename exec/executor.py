@@ -1,7 +1,7 @@
 """The frame-tagged executor: tagged-token dataflow with dynamic frames.
 
 Every value in flight is (value, is_dead) plus its tag, an `Iteration` of a
-`Frame`. The rules (DESIGN.md; paper, Figure 5):
+`Frame`. The rules (docs/design.md, "Tagged-token rules"; paper, Figure 5):
 
 - Switch forwards its data on the port its predicate selects; the other is dead.
 - Merge fires on its first live input; it is dead only when all inputs are dead.
@@ -27,25 +27,32 @@ An iteration is done when nothing is queued or running in it, it has no live
 child frames, and its predecessor is done (iteration 0: all the frame's Enters
 have arrived). Done iterations are freed at once, so a loop of a million
 iterations runs in constant memory; nothing recurses per iteration.
+
+How a run is organized (docs/design.md, "The executor"): `execute` makes a `_Run`,
+whose scheduler loop (`_Run._loop`) pops `(node, iteration, inputs, dead)` items from
+the ready queue and fires each node by its kind; every value then reaches its
+consumers through `_Run.deliver`, which queues those that have all their inputs
+(their pending-input records: exec/pending.py). Heavy kernels go to the worker pool
+(exec/pool.py) and come back through the run's completion queue.
 """
 from __future__ import annotations
 
-import threading
 from collections import deque
 from queue import SimpleQueue
 
 import numpy as np
 
 from exec import blas, load
-from exec.errors import NoProgressError, RunError
-from exec.recurrence import BUSY_CORES
-from exec.node_kinds import (ASYNC, COND_SWITCH, DIRECT, ENTER, EXIT, LOOP_MERGE, MERGE, MULTI, NEXT, NORMAL,
+from exec.errors import AssertionFailed, NoProgressError, RunError
+from exec.node_kinds import (COND_SWITCH, DIRECT, ENTER, EXIT, LOOP_MERGE, MERGE, MULTI, NEXT, NORMAL,
                              PENDING, SWITCH, TO_GUARDED, TO_LOOP_MERGE, TO_MERGE, TO_PRED)
+from exec.pending import DEAD, FIRED, FIRST_SLOT, REMAINING, merge_record
 from exec.plan import Plan
+from exec.pool import Pool
+from exec.recurrence import BUSY_CORES
 
 _MISSING = object()
 _ready_queue = deque  # the queue of nodes to run; tests replace it to see which nodes ran
-_URGENT = object()  # a pool token: look at the urgent jobs
 
 
 class Frame:
@@ -86,142 +93,312 @@ class Iteration:
         self.skipped: set[int] | None = None  # ids of the branches skipped in this iteration
 
 
-class _Pool:
-    """A few worker threads for kernels that release the GIL (BLAS, large arrays).
-
-    Urgent jobs (a loop's recurrence on a busy machine, exec/recurrence.py) go before the queued ones: a worker
-    takes the pending urgent jobs first whenever it wakes, and each urgent job also puts a
-    token in the queue so that an idle worker wakes for it.
-    """
-
-    def __init__(self, size: int):
-        self.jobs: SimpleQueue = SimpleQueue()
-        self.urgent: deque = deque()
-        self.threads = [threading.Thread(target=self._work, daemon=True, name=f"exec-pool-{k}")
-                        for k in range(size)]
-        for t in self.threads:
-            t.start()
-
-    def put_urgent(self, job) -> None:
-        self.urgent.append(job)
-        self.jobs.put(_URGENT)
-
-    def _work(self) -> None:
-        urgent = self.urgent
-        while True:
-            job = self.jobs.get()
-            while urgent:
-                try:
-                    u = urgent.popleft()
-                except IndexError:  # another worker took the last one
-                    break
-                self._run(*u)
-            if job is None:
-                return
-            if job is not _URGENT:
-                self._run(*job)
-
-    @staticmethod
-    def _run(done, i, it, f, args) -> None:
-        try:
-            done.put((i, it, f(*args), None))
-        except BaseException as e:  # reported by the scheduler thread
-            done.put((i, it, None, e))
-
-    def shutdown(self) -> None:
-        for _ in self.threads:
-            self.jobs.put(None)
-
-
-def execute(plan: Plan, feed_values: list, pool: _Pool | None = None) -> list:
+def execute(plan: Plan, feed_values: list, pool: Pool | None = None) -> list:
     """Runs `plan` once; returns the fetched values (numpy) in fetch order."""
     with blas.single_threaded():  # the pool is the parallelism: see exec/blas.py
         if pool is None or not plan.recurrence:
-            return _execute(plan, feed_values, pool, False)
+            return _Run(plan, pool, False).run(feed_values)
         # where a loop's recurrence runs depends on whether other processes took the cores
         # during this plan's last run (exec/recurrence.py)
         before = load.snapshot()
         try:
-            return _execute(plan, feed_values, pool, plan.other_cores < BUSY_CORES)
+            return _Run(plan, pool, plan.other_cores < BUSY_CORES).run(feed_values)
         finally:
             other = load.other_cores(before, load.snapshot())
             if other is not None:
                 plan.other_cores = other
 
 
-def _execute(plan: Plan, feed_values: list, pool: _Pool | None, inline_recurrence: bool) -> list:
-    kind, fn, cons, tmpl, ndata, nin = plan.kind, plan.fn, plan.cons, plan.tmpl, plan.ndata, plan.nin
-    frame_info, num_enters, exits = plan.frame_info, plan.num_enters, plan.exits
-    bindable, unbound, dead_cons = plan.bindable, plan.unbound, plan.dead_cons
-    branches, cond_switches, guards = plan.branches, plan.cond_switches, plan.guards
-    results = [_MISSING] * len(plan.fetches)
-    root_frame = Frame("", None, 1, 0)
-    root = Iteration(root_frame, 0)
-    root_frame.iters[0] = root
-    ready: deque = _ready_queue()
-    append, popleft = ready.append, ready.popleft
-    completions: SimpleQueue | None = SimpleQueue() if pool is not None else None
-    inflight = 0
-    recurrence = plan.recurrence
+class _Run:
+    """One execution of a plan: the ready queue, the frames and iterations in flight, the results.
 
-    def deliver1(dst, slot, mode, out, dead, it) -> int:
-        """Hands (out, dead) to input `slot` of `dst` in iteration `it`; returns items queued."""
-        if mode >= TO_GUARDED:  # into a skippable branch, or a predicate deciding one (exec/branches.py)
-            held = guards.get(dst)
-            if held is not None and it.skipped is not None and not it.skipped.isdisjoint(held):
-                return 0  # its node is in a branch skipped in this iteration
-            if mode == TO_PRED:  # the predicate's value decides now which branches are skipped
-                b0, b1 = cond_switches[dst][:2]
+    Items in the ready queue are `(node, iteration, inputs, dead)`. Every item queued in an
+    iteration, or running on the pool for it, counts in its `outstanding` until the node has
+    fired: an iteration with none left may be done (`_maybe_finish`).
+    """
+
+    __slots__ = ("plan", "cons", "tmpl", "ndata", "guards", "cond_switches", "ready", "append", "results",
+                 "root_frame", "root", "pool", "completions", "inflight", "inline_recurrence")
+
+    def __init__(self, plan: Plan, pool: Pool | None, inline_recurrence: bool):
+        self.plan = plan
+        # the tables `deliver` reads, as attributes of their own: one lookup instead of two per delivery
+        self.cons, self.tmpl, self.ndata = plan.cons, plan.tmpl, plan.ndata
+        self.guards, self.cond_switches = plan.guards, plan.cond_switches
+        self.ready: deque = _ready_queue()
+        self.append = self.ready.append
+        self.results = [_MISSING] * len(plan.fetches)
+        self.root_frame = Frame("", None, 1, 0)
+        self.root = Iteration(self.root_frame, 0)
+        self.root_frame.iters[0] = self.root
+        self.pool = pool
+        self.completions: SimpleQueue | None = SimpleQueue() if pool is not None else None
+        self.inflight = 0  # pool jobs not yet completed
+        self.inline_recurrence = inline_recurrence  # run the loops' recurrences here, not on the pool
+
+    def run(self, feed_values: list) -> list:
+        """Runs the plan to the end; returns the fetched values in fetch order."""
+        root, append = self.root, self.append
+        for i in self.plan.sources:
+            append((i, root, (), False))
+        for i, k in self.plan.feeds:
+            append((i, root, (feed_values[k],), False))
+        root.outstanding = len(self.ready)
+        error = self._loop()
+        if error is not None:
+            # let in-flight pool work drain so no thread touches this run afterwards
+            while self.inflight:
+                self.completions.get()
+                self.inflight -= 1
+            i, it, exc = error
+            raise _run_error(self.plan, i, it, exc) from exc
+        return self._fetched()
+
+    def _loop(self) -> tuple | None:
+        """Fires queued nodes until nothing is left to run. Returns (node, iteration, exception) of
+        the first kernel that failed, or None."""
+        # This loop runs once per node execution, so the plan's tables and the bound methods it
+        # calls are local variables (CPython's cheapest lookup), and the kinds a loop iteration runs
+        # (kernels, Switch, Merge, NextIteration) fire inline, most frequent first; the rarer kinds
+        # call a method each.
+        plan = self.plan
+        kind, fn, cons, dead_cons = plan.kind, plan.fn, plan.cons, plan.dead_cons
+        recurrence, inline_recurrence = plan.recurrence, self.inline_recurrence
+        root_frame, popleft = self.root_frame, self.ready.popleft
+        ready, completions, pool = self.ready, self.completions, self.pool
+        deliver, maybe_finish = self.deliver, self._maybe_finish
+        inflight = 0
+        error = None
+        while True:
+            if inflight and (not ready or not completions.empty()):
+                i, it, out, exc = completions.get()
+                inflight -= 1
+                if exc is not None:
+                    error = (i, it, exc)
+                    break
+                queued = deliver(cons[i], out, False, it)  # first: a skip() it makes counts in `it` itself
+                o = it.outstanding + queued - 1
+                it.outstanding = o
+                if not o and it.frame is not root_frame:
+                    maybe_finish(it)
+                continue
+            if not ready:
+                break
+            i, it, args, dead = popleft()
+            k = kind[i]
+            if k == NORMAL:
                 if dead:
-                    skip(b0, it)
-                    skip(b1, it)
+                    out = None
                 else:
-                    skip(b0 if out else b1, it)
-                if slot < 0 or held is not None and it.skipped is not None and not it.skipped.isdisjoint(held):
-                    return 0  # an entry that only decides, or a Switch that only feeds the branch skipped now
-            mode = PENDING
-        if mode == DIRECT:
-            append((dst, it, (out,), dead))
-            return 1
-        if mode == PENDING:
+                    try:
+                        out = fn[i](*args)
+                    except Exception as e:
+                        error = (i, it, e)
+                        break
+                queued = deliver(cons[i], out, dead, it)
+                # no stale reference here may stop the next write of a Variable whose value this was (or
+                # was a control input of a write) from updating it in place (exec/kernels/variables.py)
+                out = None
+            elif k == SWITCH:
+                d0, d1 = dead_cons[i]  # the ports' consumers but Exits: a dead Exit does nothing
+                control = cons[i][2]
+                if dead:
+                    queued = deliver(d0, None, True, it) + deliver(d1, None, True, it)
+                    if control:
+                        queued += deliver(control, None, True, it)
+                else:
+                    live, other = (cons[i][1], d0) if args[1] else (cons[i][0], d1)
+                    queued = deliver(other, None, True, it) if other else 0
+                    if control:
+                        queued += deliver(control, None, False, it)
+                    queued += deliver(live, args[0], False, it)
+            elif k == LOOP_MERGE or k == MERGE:
+                c0, c1, control = cons[i]
+                queued = deliver(c0, args[0], dead, it)
+                if c1:  # the index of the input it forwarded
+                    queued += deliver(c1, np.int32(args[1]), dead, it)
+                if control:
+                    queued += deliver(control, None, dead, it)
+            elif k == NEXT:
+                queued = 0
+                if not dead:
+                    # the next iteration exists but for this iteration's first NextIteration
+                    nxt = it.frame.iters.get(it.n + 1) or self._successor(i, it, args[0])
+                    if nxt is not None:
+                        q = deliver(cons[i], args[0], False, nxt)
+                        nxt.outstanding += q
+            elif k == ENTER:
+                queued = 0
+                self._enter(i, it, args[0], dead)
+            elif k == EXIT:
+                queued = 0
+                if not dead:
+                    it.frame.live_exits.add(i)
+                    self._push(cons[i], args[0], False, it.frame.parent)
+            elif k == COND_SWITCH:
+                queued = self._cond_switch(i, it, args, dead)
+            elif k == MULTI:
+                if dead:
+                    values = None
+                else:
+                    try:
+                        values = fn[i](*args)
+                    except Exception as e:
+                        error = (i, it, e)
+                        break
+                queued = self._deliver_ports(i, values, it)
+                values = None
+            else:  # ASYNC: a heavy kernel, for the pool
+                if dead:
+                    queued = deliver(cons[i], None, True, it)
+                elif inline_recurrence and i in recurrence:  # run here on a quiet machine (exec/recurrence.py)
+                    try:
+                        out = fn[i](*args)
+                    except Exception as e:
+                        error = (i, it, e)
+                        break
+                    queued = deliver(cons[i], out, False, it)
+                    out = None
+                else:
+                    inflight += 1
+                    job = (completions, i, it, fn[i], args)
+                    if i in recurrence:
+                        pool.put_urgent(job)
+                    else:
+                        pool.put(job)
+                    continue  # stays outstanding until its completion is processed
+            o = it.outstanding + queued - 1
+            it.outstanding = o
+            if not o and it.frame is not root_frame:
+                maybe_finish(it)
+        self.inflight = inflight
+        return error
+
+    def deliver(self, entries, out, dead: bool, it: Iteration) -> int:
+        """Hands (out, dead) to each consumer `(dst, slot, mode)` of `entries` in iteration `it`;
+        returns how many items that queued in `it`. What a skipped branch queues (`skip`) is
+        counted in `it` already."""
+        queued = 0
+        for dst, slot, mode in entries:
+            if mode == DIRECT:
+                self.append((dst, it, (out,), dead))
+                queued += 1
+                continue
+            if mode != PENDING:
+                if mode == TO_LOOP_MERGE:
+                    self.append((dst, it, (out, slot), dead))
+                    queued += 1
+                    continue
+                if mode == TO_GUARDED:  # into a skippable branch (exec/branches.py)
+                    skipped = it.skipped
+                    if skipped is not None and not skipped.isdisjoint(self.guards[dst]):
+                        continue  # its node is in a branch skipped in this iteration
+                    # else as PENDING, below
+                elif mode == TO_PRED:  # a predicate that decides which branch is skipped
+                    if not self._decide(dst, slot, out, dead, it):
+                        continue
+                    # else as PENDING, below
+                elif mode == TO_MERGE:
+                    queued += self._to_merge(dst, slot, out, dead, it)
+                    continue
+                else:  # TO_FETCH
+                    self.results[dst] = (out, dead)
+                    continue
             pend = it.pending
             st = pend.get(dst)
             if st is None:
-                st = pend[dst] = tmpl[dst][:]
+                st = pend[dst] = self.tmpl[dst][:]
             st[slot] = out
             if dead:
-                st[1] = True
-            r = st[0] - 1
-            if r:
-                st[0] = r
-                return 0
-            del pend[dst]
-            append((dst, it, st[2:2 + ndata[dst]], st[1]))
-            return 1
-        if mode == TO_LOOP_MERGE:
-            append((dst, it, (out, slot), dead))
-            return 1
-        if mode == TO_MERGE:
-            pend = it.pending
-            st = pend.get(dst)
-            if st is None:
-                st = pend[dst] = [nin[dst], False]
-            queued = 0
-            if not dead and not st[1]:
-                st[1] = True
-                append((dst, it, (out, slot), False))
-                queued = 1
-            st[0] -= 1
-            if not st[0]:
+                st[DEAD] = True
+            remaining = st[REMAINING] - 1
+            if remaining:
+                st[REMAINING] = remaining
+            else:
                 del pend[dst]
-                if not st[1]:
-                    append((dst, it, (None, -1), True))
-                    queued = 1
-            return queued
-        results[dst] = (out, dead)  # TO_FETCH
-        return 0
+                self.append((dst, it, st[FIRST_SLOT:FIRST_SLOT + self.ndata[dst]], st[DEAD]))
+                queued += 1
+        return queued
 
-    def skip(b, it) -> None:
+    def _to_merge(self, dst: int, slot: int, out, dead: bool, it: Iteration) -> int:
+        """Input `slot` of cond Merge `dst`: it fires on the first live input, and dead once all
+        its inputs arrived dead. Returns the items queued."""
+        pend = it.pending
+        st = pend.get(dst)
+        if st is None:
+            st = pend[dst] = merge_record(self.plan.nin[dst])
+        queued = 0
+        if not dead and not st[FIRED]:
+            st[FIRED] = True
+            self.append((dst, it, (out, slot), False))
+            queued = 1
+        st[REMAINING] -= 1
+        if not st[REMAINING]:
+            del pend[dst]
+            if not st[FIRED]:
+                self.append((dst, it, (None, -1), True))
+                queued = 1
+        return queued
+
+    def _decide(self, switch: int, slot: int, pred, dead: bool, it: Iteration) -> bool:
+        """The predicate of COND_SWITCH `switch` arrived in `it`: skips the branch it rules out
+        (both when it is dead). Returns whether the Switch still takes the value: not for an entry
+        that only decides (slot < 0), nor when the Switch is in a branch skipped in `it` (then
+        nothing is decided), nor when it only feeds the branch skipped now."""
+        held = self.guards.get(switch)
+        if held is not None and it.skipped is not None and not it.skipped.isdisjoint(held):
+            return False
+        b0, b1 = self.cond_switches[switch][:2]
+        if dead:
+            self.skip(b0, it)
+            self.skip(b1, it)
+        else:
+            self.skip(b0 if pred else b1, it)
+        if slot < 0:
+            return False
+        return held is None or it.skipped is None or it.skipped.isdisjoint(held)
+
+    def _cond_switch(self, i: int, it: Iteration, args: tuple, dead: bool) -> int:
+        """COND_SWITCH `i` fires: skips its untaken side (both when the predicate is dead: then so is
+        every Switch on it; usually the predicate's arrival did already) and delivers its outputs.
+        Returns the items queued."""
+        b0, b1, dead0, dead1 = self.cond_switches[i]  # dead_p: port p's dead consumers outside its branch
+        c0, c1, control = self.cons[i]
+        pred = args[1]  # None only when dead: a live predicate is a bool array
+        deliver = self.deliver
+        if pred is None:
+            self.skip(b0, it)
+            self.skip(b1, it)
+            return deliver(dead0, None, True, it) + deliver(dead1, None, True, it) + deliver(control, None, True, it)
+        if pred:
+            self.skip(b0, it)
+            untaken, taken, port = dead0, c1, 1
+        else:
+            self.skip(b1, it)
+            untaken, taken, port = dead1, c0, 0
+        queued = deliver(untaken, None, True, it) if untaken else 0
+        if dead:
+            queued += deliver(self.plan.dead_cons[i][port], None, True, it)
+        else:
+            queued += deliver(taken, args[0], False, it)
+        if control:
+            queued += deliver(control, None, dead, it)
+        return queued
+
+    def _deliver_ports(self, i: int, values: tuple | None, it: Iteration) -> int:
+        """Delivers a MULTI node's output `values`, port by port; all dead when `values` is None.
+        Returns the items queued."""
+        c0, c1, control = self.cons[i]
+        ports = (c0, c1, *self.plan.extra_ports.get(i, ()))
+        dead = values is None
+        queued = 0
+        for p, entries in enumerate(ports):
+            queued += self.deliver(entries, None if dead else values[p], dead, it)
+            if p == 1:
+                queued += self.deliver(control, None, dead, it)
+        return queued
+
+    def skip(self, b: int, it: Iteration) -> None:
         """Skips branch `b` (if any: b >= 0) in iteration `it`, once. What it queues counts as
         outstanding in `it` at once, so that callers need not carry it."""
         if b < 0:
@@ -232,80 +409,84 @@ def _execute(plan: Plan, feed_values: list, pool: _Pool | None, inline_recurrenc
         elif b in skipped:
             return
         skipped.add(b)
-        branch = branches[b]
+        branch = self.plan.branches[b]
         pend = it.pending
         for dst in branch.guarded:
             pend.pop(dst, None)  # inputs from outside that arrived before the predicate
-        queued = 0
-        for dst, slot, mode in branch.exits:
-            queued += deliver1(dst, slot, mode, None, True, it)
+        queued = self.deliver(branch.exits, None, True, it)
         for dst, slot, mode, others in branch.shared:
+            # checked one at a time: a dead token sent just before may have skipped another branch
             if skipped.isdisjoint(others):
-                queued += deliver1(dst, slot, mode, None, True, it)
+                queued += self.deliver(((dst, slot, mode),), None, True, it)
         it.outstanding += queued
 
-    def push(entries, out, dead, it) -> None:
-        """Delivers a single-output node's value into iteration `it` (maybe another one)."""
-        queued = 0
-        for dst, slot, mode in entries:
-            queued += deliver1(dst, slot, mode, out, dead, it)
+    def _push(self, entries, out, dead: bool, it: Iteration) -> None:
+        """Delivers a value into iteration `it` from outside the main loop's bookkeeping (another
+        iteration, a new one, a frame that finished): counts what it queued there."""
+        queued = self.deliver(entries, out, dead, it)
         it.outstanding += queued
 
-    def new_iteration(fr: Frame, n: int) -> Iteration:
+    def _enter(self, i: int, it: Iteration, out, dead: bool) -> None:
+        """Enter `i` fires in `it`: its value goes to iteration 0 of the child frame (a loop
+        constant's to every iteration of it, present and future)."""
+        plan = self.plan
+        name, is_const, par = plan.frame_info[i]
+        fr = it.children.get(name)
+        if fr is None:
+            fr = it.children[name] = Frame(name, it, par, plan.num_enters[name])
+            self._new_iteration(fr, 0)
+        fr.enters_arrived += 1
+        if is_const:
+            fr.invariants.append((i, out, dead))
+            for child_it in list(fr.iters.values()):
+                self._push(plan.cons[i], out, dead, child_it)
+            if plan.bindable[i]:
+                self._bind_invariant(fr, i, out, dead)
+        else:
+            self._push(plan.cons[i], out, dead, fr.iters[0])
+        first = fr.iters.get(fr.first)
+        if first is not None and not first.outstanding:
+            self._maybe_finish(first)
+
+    def _bind_invariant(self, fr: Frame, i: int, out, dead: bool) -> None:
+        """Writes loop constant `i` into the frame's pending-record templates (Frame.bound)."""
+        bound = dict(fr.bound)
+        tmpl = self.tmpl
+        for dst, slot in self.plan.bindable[i]:
+            t = (bound.get(dst) or tmpl[dst])[:]
+            t[slot] = out
+            if dead:
+                t[DEAD] = True
+            t[REMAINING] -= 1
+            bound[dst] = t
+        fr.bound = bound
+
+    def _successor(self, i: int, it: Iteration, out) -> Iteration | None:
+        """Creates the iteration after `it`, for NextIteration `i` with value `out`; or, while it
+        would be beyond the parallel window, keeps the value in the frame and returns None."""
+        fr = it.frame
+        n1 = it.n + 1
+        if n1 - fr.first >= fr.max_par:
+            fr.deferred.append((i, out))
+            return None
+        return self._new_iteration(fr, n1)
+
+    def _new_iteration(self, fr: Frame, n: int) -> Iteration:
         it = Iteration(fr, n)
         fr.iters[n] = it
         fr.last = n
         if fr.bound:
             it.pending = {dst: t[:] for dst, t in fr.bound.items()}
+        unbound = self.plan.unbound
         for ei, v, d in fr.invariants:
             entries = unbound[ei]
             if entries:
-                push(entries, v, d, it)
+                self._push(entries, v, d, it)
         return it
 
-    def bind_invariant(fr: Frame, i, out, dead) -> None:
-        bound = dict(fr.bound)
-        for dst, slot in bindable[i]:
-            t = (bound.get(dst) or tmpl[dst])[:]
-            t[slot] = out
-            if dead:
-                t[1] = True
-            t[0] -= 1
-            bound[dst] = t
-        fr.bound = bound
-
-    def enter(i, it, out, dead):
-        name, is_const, par = frame_info[i]
-        fr = it.children.get(name)
-        if fr is None:
-            fr = it.children[name] = Frame(name, it, par, num_enters[name])
-            new_iteration(fr, 0)
-        fr.enters_arrived += 1
-        if is_const:
-            fr.invariants.append((i, out, dead))
-            for child_it in list(fr.iters.values()):
-                push(cons[i], out, dead, child_it)
-            if bindable[i]:
-                bind_invariant(fr, i, out, dead)
-        else:
-            push(cons[i], out, dead, fr.iters[0])
-        first = fr.iters.get(fr.first)
-        if first is not None and not first.outstanding:
-            maybe_finish(first)
-
-    def next_iteration(i, it, out):
-        fr = it.frame
-        n1 = it.n + 1
-        nxt = fr.iters.get(n1)
-        if nxt is None:
-            if n1 - fr.first >= fr.max_par:
-                fr.deferred.append((i, out))
-                return
-            nxt = new_iteration(fr, n1)
-        push(cons[i], out, False, nxt)
-
-    def maybe_finish(it: Iteration) -> None:
+    def _maybe_finish(self, it: Iteration) -> None:
         """Frees `it` if it is done, then whatever that completes in turn."""
+        cons, exits = self.cons, self.plan.exits
         while True:
             fr = it.frame
             if fr.parent is None or it.outstanding or it.children or it.n != fr.first:
@@ -313,14 +494,14 @@ def _execute(plan: Plan, feed_values: list, pool: _Pool | None, inline_recurrenc
             if it.n == 0 and fr.enters_arrived < fr.num_enters:
                 return
             if it.pending:
-                raise NoProgressError(_stuck_message(plan, it))
+                raise NoProgressError(_stuck_message(self.plan, it))
             del fr.iters[it.n]
             fr.first += 1
             if fr.deferred:
                 waiting, fr.deferred = fr.deferred, []
-                nxt = new_iteration(fr, fr.last + 1)
+                nxt = self._new_iteration(fr, fr.last + 1)
                 for ni, v in waiting:
-                    push(cons[ni], v, False, nxt)
+                    self._push(cons[ni], v, False, nxt)
             nxt = fr.iters.get(fr.first)
             if nxt is not None:
                 it = nxt
@@ -329,189 +510,23 @@ def _execute(plan: Plan, feed_values: list, pool: _Pool | None, inline_recurrenc
             del parent.children[fr.name]
             for ei in exits.get(fr.name, ()):
                 if ei not in fr.live_exits:
-                    push(cons[ei], None, True, parent)
+                    self._push(cons[ei], None, True, parent)
             it = parent
 
-    for i in plan.sources:
-        append((i, root, (), False))
-    for i, k in plan.feeds:
-        append((i, root, (feed_values[k],), False))
-    root.outstanding = len(ready)
-
-    error = None
-    while True:
-        if inflight and (not ready or not completions.empty()):
-            i, it, out, exc = completions.get()
-            inflight -= 1
-            if exc is not None:
-                error = (i, it, exc)
-                break
-            push(cons[i], out, False, it)
-            it.outstanding -= 1
-            if not it.outstanding and it.frame is not root_frame:
-                maybe_finish(it)
-            continue
-        if not ready:
-            break
-        i, it, args, dead = popleft()
-        k = kind[i]
-        queued = 0
-        if k == NORMAL:
+    def _fetched(self) -> list:
+        """The fetched values in fetch order; every one must have been produced, live."""
+        plan = self.plan
+        missing = [k for k, r in enumerate(self.results) if r is _MISSING]
+        if missing:
+            raise NoProgressError(_no_progress_message(plan, self.root, missing))
+        out = []
+        for k, (value, dead) in enumerate(self.results):
             if dead:
-                out = None
-            else:
-                try:
-                    out = fn[i](*args)
-                except Exception as e:
-                    error = (i, it, e)
-                    break
-            # the two common delivery modes inlined: this is the executor's hot path (and an input of a
-            # skippable branch, dropped when it is skipped in this iteration: exec/branches.py)
-            for dst, slot, mode in cons[i]:
-                if mode == DIRECT:
-                    append((dst, it, (out,), dead))
-                    queued += 1
-                elif mode == PENDING or mode == TO_GUARDED and (
-                        it.skipped is None or it.skipped.isdisjoint(guards[dst])):
-                    pend = it.pending
-                    st = pend.get(dst)
-                    if st is None:
-                        st = pend[dst] = tmpl[dst][:]
-                    st[slot] = out
-                    if dead:
-                        st[1] = True
-                    r = st[0] - 1
-                    if r:
-                        st[0] = r
-                    else:
-                        del pend[dst]
-                        append((dst, it, st[2:2 + ndata[dst]], st[1]))
-                        queued += 1
-                elif mode != TO_GUARDED:
-                    queued += deliver1(dst, slot, mode, out, dead, it)
-            # no stale reference here may stop the next write of a Variable whose value this was (or
-            # was a control input of a write) from updating it in place (exec/kernels/variables.py)
-            out = st = None
-        elif k == SWITCH or k == LOOP_MERGE or k == MERGE or k == MULTI or k == COND_SWITCH:
-            c0, c1, cc = cons[i]  # consumers of port 0, port 1, control
-            if k == COND_SWITCH:  # skips its untaken side; both when the predicate is dead (then so is
-                # every Switch on it); usually the predicate's arrival did already (exec/branches.py)
-                b0, b1, dead0, dead1 = cond_switches[i]  # dead_p: port p's dead consumers outside its branch
-                pred = args[1]  # None only when dead: a live predicate is a bool array
-                if pred is None:
-                    skip(b0, it)
-                    skip(b1, it)
-                    groups = ((dead0, None, True), (dead1, None, True), (cc, None, True))
-                elif pred:
-                    skip(b0, it)
-                    groups = ((dead0, None, True), (dead_cons[i][1], None, True) if dead else (c1, args[0], False),
-                              (cc, None, dead))
-                else:
-                    skip(b1, it)
-                    groups = ((dead1, None, True), (dead_cons[i][0], None, True) if dead else (c0, args[0], False),
-                              (cc, None, dead))
-            elif k == SWITCH:
-                d0, d1 = dead_cons[i]  # the ports' consumers but Exits: a dead Exit does nothing
-                if dead:
-                    groups = ((d0, None, True), (d1, None, True), (cc, None, True))
-                else:
-                    data, pred = args
-                    live, other = (c1, d0) if pred else (c0, d1)
-                    for dst, slot, mode in other:
-                        queued += deliver1(dst, slot, mode, None, True, it)
-                    for dst, slot, mode in cc:
-                        queued += deliver1(dst, slot, mode, None, False, it)
-                    groups = ((live, data, False),)
-            elif k == MULTI:
-                if dead:
-                    groups = ((c0, None, True), (c1, None, True), (cc, None, True)) + tuple(
-                        (c, None, True) for c in plan.extra_ports.get(i, ()))
-                else:
-                    try:
-                        outs = fn[i](*args)
-                    except Exception as e:
-                        error = (i, it, e)
-                        break
-                    groups = ((c0, outs[0], False), (c1, outs[1], False), (cc, None, False)) + tuple(
-                        (c, outs[p], False) for p, c in enumerate(plan.extra_ports.get(i, ()), 2))
-            else:
-                out, idx = args
-                groups = ((c0, out, dead), (c1, np.int32(idx), dead), (cc, None, dead)) if c1 or cc else \
-                    ((c0, out, dead),)
-            for entries, out, d in groups:
-                for dst, slot, mode in entries:
-                    if mode == DIRECT:
-                        append((dst, it, (out,), d))
-                        queued += 1
-                    elif mode == PENDING or mode == TO_GUARDED and (
-                            it.skipped is None or it.skipped.isdisjoint(guards[dst])):
-                        pend = it.pending
-                        st = pend.get(dst)
-                        if st is None:
-                            st = pend[dst] = tmpl[dst][:]
-                        st[slot] = out
-                        if d:
-                            st[1] = True
-                        r = st[0] - 1
-                        if r:
-                            st[0] = r
-                        else:
-                            del pend[dst]
-                            append((dst, it, st[2:2 + ndata[dst]], st[1]))
-                            queued += 1
-                    elif mode != TO_GUARDED:
-                        queued += deliver1(dst, slot, mode, out, d, it)
-        elif k == ENTER:
-            enter(i, it, args[0], dead)
-        elif k == EXIT:
-            if not dead:
-                it.frame.live_exits.add(i)
-                push(cons[i], args[0], False, it.frame.parent)
-        elif k == NEXT:
-            if not dead:
-                next_iteration(i, it, args[0])
-        elif k == ASYNC:
-            if dead:
-                for dst, slot, mode in cons[i]:
-                    queued += deliver1(dst, slot, mode, None, True, it)
-            elif inline_recurrence and i in recurrence:
-                try:
-                    out = fn[i](*args)
-                except Exception as e:
-                    error = (i, it, e)
-                    break
-                for dst, slot, mode in cons[i]:
-                    queued += deliver1(dst, slot, mode, out, False, it)
-            else:
-                inflight += 1
-                if i in recurrence:
-                    pool.put_urgent((completions, i, it, fn[i], args))
-                else:
-                    pool.jobs.put((completions, i, it, fn[i], args))
-                continue  # stays outstanding until its completion is processed
-        o = it.outstanding + queued - 1
-        it.outstanding = o
-        if not o and it.frame is not root_frame:
-            maybe_finish(it)
-    skip = None  # deliver1 and skip call each other: a reference cycle that would outlive the run
-    if error is not None:
-        # let in-flight pool work drain so no thread touches this run afterwards
-        while inflight:
-            completions.get()
-            inflight -= 1
-        i, it, exc = error
-        raise _run_error(plan, i, it, exc) from exc
-    missing = [k for k, r in enumerate(results) if r is _MISSING]
-    if missing:
-        raise NoProgressError(_no_progress_message(plan, root, missing))
-    out = []
-    for k, (value, dead) in enumerate(results):
-        if dead:
-            t = plan.fetches[k]
-            raise RunError(f"fetched tensor {t.name} is dead: it comes from a branch that was not taken",
-                           t.node)
-        out.append(value)
-    return out
+                t = plan.fetches[k]
+                raise RunError(f"fetched tensor {t.name} is dead: it comes from a branch that was not taken",
+                               t.node)
+            out.append(value)
+        return out
 
 
 # --------------------------------------------------------------------------- error reports
@@ -533,7 +548,6 @@ def _run_error(plan: Plan, i: int, it: Iteration, exc: BaseException) -> RunErro
     # Exit/Enter nodes' frames differ from their inputs'; the failing node is a kernel node.
     where = describe_tag(node, it)
     msg = f"{type(exc).__name__}: {exc}" if not isinstance(exc, RunError) else str(exc)
-    from exec.errors import AssertionFailed
     if isinstance(exc, AssertionFailed):
         msg = f"assertion failed: {exc}"
     return RunError(msg, node, where, exc)
@@ -548,11 +562,11 @@ def _stuck_message(plan: Plan, it: Iteration) -> str:
 
 def _describe_pending(plan: Plan, dst: int, st: list) -> str:
     node = plan.nodes[dst]
-    if len(st) == 2:  # a cond Merge
+    if plan.kind[dst] == MERGE:  # its record counts inputs only
         return f"{node.name} ({node.op}) waiting for {st[0]} more inputs"
     waiting = []
     n_data = plan.ndata[dst]
-    for j, v in enumerate(st[2:]):
+    for j, v in enumerate(st[FIRST_SLOT:]):
         if v is None:
             src = node.inputs[j].name if j < n_data else f"^{node.control_inputs[j - n_data].name}"
             waiting.append(src)

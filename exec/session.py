@@ -9,21 +9,22 @@ from graph import dtypes as _dt
 from graph import nest
 from graph import shapes as _sh
 from graph.core import Graph, Node, Tensor, get_default_graph
-from exec.executor import _Pool, execute
+from exec.executor import execute
+from exec.pool import Pool
 from exec.plan import Plan, build_plan
 from exec.runtime import Runtime
 
-_pools: dict[int, _Pool] = {}
+_pools: dict[int, Pool] = {}
 _pools_lock = threading.Lock()
 
 
-def _shared_pool(size: int) -> _Pool | None:
+def _shared_pool(size: int) -> Pool | None:
     if size <= 0:
         return None
     with _pools_lock:
         pool = _pools.get(size)
         if pool is None:
-            pool = _pools[size] = _Pool(size)
+            pool = _pools[size] = Pool(size)
         return pool
 
 
