@@ -1,4 +1,4 @@
-"""`Session(graph).run(fetches, feed_dict)`: runs graphs with the frame-tagged executor."""
+"""`Session(graph).run(fetches, feed_dict)`: runs graphs as compiled code or with the frame-tagged executor."""
 from __future__ import annotations
 
 import threading
@@ -9,6 +9,7 @@ from graph import dtypes as _dt
 from graph import nest
 from graph import shapes as _sh
 from graph.core import Graph, Node, Tensor, get_default_graph
+from exec.compiled import MODES, compile_program, select_program
 from exec.executor import execute
 from exec.pool import Pool
 from exec.plan import Plan, build_plan
@@ -35,14 +36,24 @@ class Session:
     (matmuls, large elementwise ops) concurrently with the scheduler; 0 runs every
     kernel inline. Plans are cached per (fetches, feeds) and rebuilt when the graph
     changes.
+
+    `mode` decides what runs a plan: "compiled" turns it into one Python function (loops as
+    `while`, conds as `if`, one kernel call per op: exec/compiled/), "dataflow" runs it on the
+    frame-tagged executor, and "auto" compiles unless the executor's parallelism pays
+    (exec/compiled/auto.py). A plan the compiler cannot structure runs on the executor in
+    every mode.
     """
 
-    def __init__(self, graph: Graph | None = None, inter_op_threads: int = 2, out=None):
+    def __init__(self, graph: Graph | None = None, inter_op_threads: int = 2, out=None, mode: str = "auto"):
+        if mode not in MODES:
+            raise ValueError(f"mode must be one of {', '.join(map(repr, MODES))}, got {mode!r}")
         self.graph = graph if graph is not None else get_default_graph()
         self.runtime = Runtime(out=out)
         self.inter_op_threads = inter_op_threads
+        self.mode = mode
         self._plans: dict[tuple, Plan] = {}
         self._runners: dict[tuple, _Runner] = {}
+        self._programs: dict[int, tuple] = {}  # id(plan) -> (plan, its compiled program or None)
 
     # -- running ---------------------------------------------------------------------------
     def run(self, fetches, feed_dict: dict | None = None):
@@ -80,8 +91,25 @@ class Session:
                               use_pool=self.inter_op_threads > 0)
             if len(self._plans) > 64:
                 self._plans.clear()
+                self._programs.clear()
             self._plans[key] = plan
         return plan
+
+    def _compiled(self, plan: Plan, tensors, targets, feeds):
+        """The compiled program that runs `plan` in this session's mode, or None: the executor runs it."""
+        got = self._programs.get(id(plan))
+        if got is None or got[0] is not plan:
+            got = self._programs[id(plan)] = (plan, select_program(self.mode, tensors, targets, feeds,
+                                                                   self.runtime))
+        return got[1]
+
+    def compiled_source(self, fetches, feed_dict=None) -> str:
+        """The Python code that compiled mode runs for these fetches and fed tensors (`feed_dict`'s
+        keys; its values are not needed): the most readable view of what a run does. Raises
+        exec.compiled.Unstructured, with the reason, for a plan that only the executor runs."""
+        runner = _Runner(nest.flatten(fetches), list(feed_dict or ()))
+        self._plan(runner.ids + (self.graph.version,), runner.tensors, runner.targets, runner.feeds)
+        return compile_program(runner.tensors, runner.targets, runner.feeds, self.runtime).source
 
     def _check_same_graph(self, tensors, targets, feeds) -> None:
         # a tensor of another graph would otherwise be computed from that graph, silently
@@ -95,6 +123,7 @@ class Session:
     def close(self) -> None:
         self._plans.clear()
         self._runners.clear()
+        self._programs.clear()
 
     def __enter__(self):
         return self
@@ -139,11 +168,12 @@ class _Runner:
             self.version = version
         values = [check(v) for check, v in zip(self.checks, values, strict=True)]
         plan = session._plan(self.ids + (version,), self.tensors, self.targets, self.feeds)
+        program = session._compiled(plan, self.tensors, self.targets, self.feeds)
         last, pool = self.planned
         if plan is not last:
             pool = _shared_pool(session.inter_op_threads) if plan.uses_pool else None
             self.planned = (plan, pool)
-        results = execute(plan, values, pool)
+        results = program(values) if program is not None else execute(plan, values, pool)
         out = []
         for kind, k, dtype in self.kinds:
             if kind == "t":

@@ -66,5 +66,6 @@ def test_every_run_is_single_threaded(monkeypatch, threads):
     with g.as_default():
         x = G.placeholder(np.float64, [300, 300])
         y = G.matmul(x, x)
-    np.testing.assert_allclose(Session(g, inter_op_threads=threads).run(y, {x: np.eye(300)}), np.eye(300))
+    np.testing.assert_allclose(Session(g, inter_op_threads=threads, mode="dataflow").run(y, {x: np.eye(300)}),
+                               np.eye(300))
     assert entered == [True]

@@ -1,5 +1,6 @@
 """Untaken branches are skipped (exec/branches.py): none of their nodes runs, and every run gives
-what running them dead node by node gives: values, effects in order, errors."""
+what running them dead node by node gives: values, effects in order, errors. Node counts are the
+dataflow executor's; the tests of results run compiled code too."""
 import collections
 import contextlib
 import io
@@ -17,6 +18,8 @@ from graph import op_registry
 from graph.control_flow.contexts import CondContext
 from graph.op_registry import same_as_input
 from tests.exec import programs as P
+
+MODES = ("dataflow", "compiled")  # compiled code skips untaken branches too: it never enters them
 
 
 @pytest.fixture
@@ -94,7 +97,7 @@ def test_untaken_branch_nodes_never_run(counted):
     true_ctx = next(n.context for n in g.nodes if isinstance(n.context, CondContext) and n.context.branch)
     branch = {n for n in g.nodes if _in_branch(n, true_ctx)}
     assert len(branch) > 200
-    sess = Session(g, inter_op_threads=0)
+    sess = Session(g, inter_op_threads=0, mode="dataflow")
     out, ran = run_counting(sess, y, {p: False, x: 2.0})
     assert out == 3.0 and counted.calls["n"] == 0
     assert not branch & set(ran), "a node of the untaken branch ran"
@@ -107,7 +110,8 @@ def test_untaken_branch_nodes_never_run(counted):
     assert branch <= set(ran)
 
 
-def test_nodes_without_inputs_in_an_untaken_branch_never_run(counted):
+@pytest.mark.parametrize("mode", MODES)
+def test_nodes_without_inputs_in_an_untaken_branch_never_run(counted, mode):
     """A node with no inputs in a branch (gated on the branch's pivot) or a loop in it."""
     g = G.Graph()
     with g.as_default():
@@ -120,20 +124,21 @@ def test_nodes_without_inputs_in_an_untaken_branch_never_run(counted):
                 return G.add(i, 1), G.add(s, counted())
             return G.add(a, G.while_loop(lambda i, s: G.less(i, 3), body, (G.constant(0), G.constant(0.0)))[1])
         y = G.cond(p, taken, lambda: G.constant(-1.0))
-    sess = Session(g)
+    sess = Session(g, mode=mode)
     assert sess.run(y, {p: False}) == -1.0 and counted.calls["n"] == 0
     assert sess.run(y, {p: True}) == 4.0 and counted.calls["n"] == 4
 
 
-def test_fetching_a_value_of_an_untaken_branch_is_still_an_error():
+@pytest.mark.parametrize("mode", MODES)
+def test_fetching_a_value_of_an_untaken_branch_is_still_an_error(mode):
     g = G.Graph()
     with g.as_default():
         p = G.placeholder(np.bool_, [])
         inner = []
         G.cond(p, lambda: inner.append(G.add(G.constant(1.0), 1.0)) or inner[0], lambda: G.constant(0.0))
-    assert Session(g).run(inner[0], {p: True}) == 2.0
+    assert Session(g, mode=mode).run(inner[0], {p: True}) == 2.0
     with pytest.raises(RunError, match="dead"):
-        Session(g).run(inner[0], {p: False})
+        Session(g, mode=mode).run(inner[0], {p: False})
 
 
 def _alternating_loop(n, par, counted, with_effects):
@@ -192,13 +197,14 @@ def _alternating_python(n):
     return v, s, lines, calls
 
 
+@pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize("par", [1, 2, 32])
-def test_branches_skipped_in_some_iterations_and_taken_in_others(par, counted):
+def test_branches_skipped_in_some_iterations_and_taken_in_others(par, counted, mode):
     n = 11
     want_v, want_s, want_lines, want_calls = _alternating_python(n)
     g, nn, s, final, v = _alternating_loop(n, par, counted, with_effects=True)
     out = io.StringIO()
-    got_s, got_v = Session(g, out=out).run([s, final], {nn: n})
+    got_s, got_v = Session(g, out=out, mode=mode).run([s, final], {nn: n})
     assert got_v == want_v and got_s == pytest.approx(want_s)
     assert out.getvalue().split("\n")[:-1] == want_lines
     assert counted.calls["n"] == want_calls
@@ -216,7 +222,7 @@ def test_skipping_runs_fewer_nodes_and_gives_the_same_results(par, counted):
     for on in (False, True):
         with skipping(on):
             g, nn, s, final, _ = _alternating_loop(11, par, counted, with_effects=False)
-            out, counts = run_counting(Session(g, inter_op_threads=0), [s, final], {nn: 11})
+            out, counts = run_counting(Session(g, inter_op_threads=0, mode="dataflow"), [s, final], {nn: 11})
         results[on], ran[on] = out, sum(counts.values())
     assert results[True] == results[False]
     assert ran[True] < 0.7 * ran[False]
@@ -231,7 +237,7 @@ def test_a_loop_constant_predicate_decides_as_each_iteration_starts(counted):
         def body(i, s):
             return G.add(i, 1), G.cond(p, lambda: counted(_chain(s, 10)), lambda: G.add(s, 1.0))
         _, s = G.while_loop(lambda i, s: G.less(i, 5), body, (G.constant(0), G.constant(0.0)))
-    sess = Session(g, inter_op_threads=0)
+    sess = Session(g, inter_op_threads=0, mode="dataflow")
     out, ran = run_counting(sess, s, {p: False})
     assert out == 5.0 and counted.calls["n"] == 0
     assert max(ran.values()) <= 6  # every node at most once per iteration and once in the last, dead one
@@ -251,7 +257,7 @@ def test_a_dead_predicate_skips_both_branches(monkeypatch, counted):
             q = G.less(G.sub(x, 1.0), 0.0)
             return G.cond(q, lambda: counted(_chain(x, 10)), lambda: counted(_chain(x, 12)))
         y = G.cond(p, outer, lambda: G.add(x, 1.0))
-    sess = Session(g, inter_op_threads=0)
+    sess = Session(g, inter_op_threads=0, mode="dataflow")
     out, ran = run_counting(sess, y, {p: False, x: 2.0})
     assert out == 3.0 and counted.calls["n"] == 0
     ran_ops = collections.Counter(n.op for n in ran)
@@ -265,7 +271,7 @@ def test_a_branch_that_cannot_be_skipped_runs_dead_as_before(monkeypatch, counte
     with g.as_default():
         p = G.placeholder(np.bool_, [])
         y = G.cond(p, lambda: counted(_chain(G.constant(1.0), 10)), lambda: G.add(G.constant(0.0), 1.0))
-    sess = Session(g, inter_op_threads=0)
+    sess = Session(g, inter_op_threads=0, mode="dataflow")
     out, ran = run_counting(sess, y, {p: False})
     assert out == 1.0 and counted.calls["n"] == 0
     assert collections.Counter(n.op for n in ran)["Mul"] == 10  # dead, node by node
@@ -273,7 +279,8 @@ def test_a_branch_that_cannot_be_skipped_runs_dead_as_before(monkeypatch, counte
     assert len(plan.branches) == 1  # the false branch only
 
 
-def test_effects_before_and_after_a_skipped_branch_keep_their_order():
+@pytest.mark.parametrize("mode", MODES)
+def test_effects_before_and_after_a_skipped_branch_keep_their_order(mode):
     """An effect in a branch waits for the effect before the cond (an edge into the branch from
     outside); the effect after the cond waits for the branch's (an edge out of it)."""
     g = G.Graph()
@@ -287,7 +294,7 @@ def test_effects_before_and_after_a_skipped_branch_keep_their_order():
     for pv, want in ((False, 10), (True, 32)):
         v.load(np.int64(1))
         out = io.StringIO()
-        assert Session(g, out=out).run(final, {p: pv}) == want
+        assert Session(g, out=out, mode=mode).run(final, {p: pv}) == want
         assert out.getvalue() == ("in 33\n" if pv else "")
 
 
@@ -298,7 +305,7 @@ def test_random_programs_same_with_and_without_skipping(program, values):
     for on in (False, True):
         with skipping(on):
             g, ph, fetches = P.build_graph(program, parallel_iterations=2)
-            got[on], counts = run_counting(Session(g, inter_op_threads=0), fetches, P.feed(ph, values))
+            got[on], counts = run_counting(Session(g, inter_op_threads=0, mode="dataflow"), fetches, P.feed(ph, values))
         ran[on] = sum(counts.values())
     for k in got[False]:
         np.testing.assert_array_equal(got[True][k], got[False][k], err_msg=k)
@@ -337,7 +344,7 @@ def test_gradients_of_random_programs_same_with_and_without_skipping(case):
     for on in (False, True):
         with skipping(on):
             g, x, w, fetches = _gradient_graph(prog, order)
-            got[on], counts = run_counting(Session(g, inter_op_threads=0), fetches, {x: x0, w: w0})
+            got[on], counts = run_counting(Session(g, inter_op_threads=0, mode="dataflow"), fetches, {x: x0, w: w0})
         ran[on] = sum(counts.values())
     for a, b in zip(got[True], got[False], strict=True):
         np.testing.assert_array_equal(a, b)

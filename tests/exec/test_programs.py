@@ -1,4 +1,4 @@
-"""Executor == reference interpreter == plain Python on random nested control flow."""
+"""Executor == compiled code == reference interpreter == plain Python on random nested control flow."""
 import numpy as np
 from hypothesis import HealthCheck, given, settings
 
@@ -22,7 +22,12 @@ def test_executor_matches_reference_and_python(program, values):
     for par in (1, 2, 32):
         g, ph, fetches = P.build_graph(program, parallel_iterations=par)
         fd = P.feed(ph, values)
-        _check_equal(Session(g, inter_op_threads=0).run(fetches, fd), env, out, f"executor par={par}")
+        _check_equal(Session(g, inter_op_threads=0, mode="dataflow").run(fetches, fd), env, out,
+                     f"executor par={par}")
         if par == 32:
             _check_equal(run_reference(fetches, fd), env, out, "reference")
-            _check_equal(Session(g, inter_op_threads=2).run(fetches, fd), env, out, "executor with pool")
+            _check_equal(Session(g, inter_op_threads=2, mode="dataflow").run(fetches, fd), env, out,
+                         "executor with pool")
+            compiled = Session(g, mode="compiled")
+            compiled.compiled_source(fetches, fd)  # raises if the plan would fall back to the executor
+            _check_equal(compiled.run(fetches, fd), env, out, "compiled")

@@ -1,0 +1,386 @@
+"""Emits one Python function for a structured plan (exec/compiled/structure.py).
+
+Every kernel call is one line, `value = Kernel(args)`, with the kernels and constants bound as
+globals of the generated module; guards become nested `if`/`else` blocks, loops `while True:`
+with the predicate test and `break`, back edges one tuple assignment. A value is deleted
+after its last use (at the guard it was defined under), so that buffers are released and a
+Variable's array held by no one else can be updated in place (exec/kernels/variables.py).
+Each loop counts its iterations (`n_<loop> += 1`) for error messages; the counters are read
+only when a kernel fails (exec/compiled/runtime.py).
+"""
+from __future__ import annotations
+
+import keyword
+import re
+from dataclasses import dataclass, field
+from typing import Callable
+
+import numpy as np
+
+from graph.node import Node, Tensor
+from exec.compiled.structure import Call, Loop, Select, Structured
+
+_INDENT = "    "
+
+
+@dataclass(eq=False)
+class Source:
+    """A generated program: its source, the globals it runs with, and per line the node it calls."""
+    text: str
+    name: str
+    globals: dict
+    line_nodes: dict = field(default_factory=dict)  # line number -> (node, loop counters innermost first)
+
+
+class _Namer:
+    def __init__(self, reserved=()):
+        self.taken = set(reserved) | set(dir(__builtins__)) | set(keyword.kwlist)
+
+    def fresh(self, base: str) -> str:
+        base = re.sub(r"\W", "_", base) or "v"
+        if base[0].isdigit():
+            base = "v" + base
+        name, k = base, 1
+        while name in self.taken:
+            name, k = f"{base}_{k}", k + 1
+        self.taken.add(name)
+        return name
+
+
+@dataclass(eq=False)
+class _Stmt:
+    """One statement of a block: its guard, the names it reads and binds, and how it is written."""
+    guard: tuple
+    uses: set
+    defs: set
+    write: Callable  # write(out, depth)
+    final: bool = False  # a return: nothing runs after it
+
+
+class _Emitter:
+    def __init__(self, program: Structured, kernel_of: Callable, constant_of: Callable, helpers: dict):
+        self.program = program
+        self.kernel_of = kernel_of
+        self.constant_of = constant_of
+        self.namer = _Namer(helpers)
+        self.globals = dict(helpers)
+        self.names: dict = {}        # (node id, port) -> variable or global name
+        self.kernels: dict = {}      # id(kernel) -> global name
+        self.line_nodes: dict = {}
+        self.counters: list = []  # (counter, frame name) of the loops being written, outermost first
+        self.read: set = set()
+        self.scalars: set = set()    # variables that only ever hold scalars: never worth a `del`
+
+    # -- names ---------------------------------------------------------------------------------
+    def name(self, t: Tensor) -> str:
+        key = (t.node.id, t.index)
+        got = self.names.get(key)
+        if got is None:
+            node = t.node
+            if node.op == "Const" and node not in self.program.fed:
+                got = self.namer.fresh(_base(node, t.index))
+                self.globals[got] = self.constant_of(node)
+            else:
+                got = self.namer.fresh(_base(node, t.index))
+                if t.shape == ():
+                    self.scalars.add(got)
+            self.names[key] = got
+        return got
+
+    def kernel(self, node: Node) -> str:
+        fn = self.kernel_of(node)
+        got = self.kernels.get(id(fn))
+        if got is None:
+            got = self.kernels[id(fn)] = self.namer.fresh(node.op)
+            self.globals[got] = fn
+        return got
+
+    def literal(self, lit) -> str:
+        key, taken = lit
+        name = self.name(self.program.predicates[key])
+        return name if taken else f"not {name}"
+
+    def is_variable(self, name: str) -> bool:
+        return name not in self.globals
+
+    # -- statements ----------------------------------------------------------------------------
+    def stmt(self, guard: tuple, uses: set, defs: set, write=None, final: bool = False) -> _Stmt:
+        """A statement; the variables it reads (globals aside), its guard's predicates included,
+        count as read for the whole program."""
+        uses = {u for u in uses | {self.name(self.program.predicates[key]) for key, _ in guard}
+                if self.is_variable(u)}
+        self.read |= uses
+        return _Stmt(guard, uses, defs, write, final)
+
+    def statements(self, steps: list) -> list[_Stmt]:
+        out = []
+        for s in steps:
+            if isinstance(s, Call):
+                out.append(self.call(s))
+            elif isinstance(s, Loop):
+                out.append(self.loop(s))
+            else:
+                st = self.select(s)
+                if st is None:
+                    continue
+                # right after what it reads: into the block of the branch it selects from
+                at = max((k + 1 for k, prev in enumerate(out) if prev.defs & st.uses), default=len(out))
+                out.insert(at, st)
+        return out
+
+    def coalesce(self, steps: list, reads: dict) -> None:
+        """Gives a branch's value the name of the cond's result when the result is its only reader
+        (`y = f(x)` instead of `t = f(x)` and `y = t`)."""
+        made = {}
+        for s in steps:
+            if isinstance(s, Call):
+                for o in s.outs:
+                    if o is not None:
+                        made[(o.node.id, o.index)] = s
+            elif isinstance(s, Loop):
+                for part in (s.head, s.tail, s.body):
+                    self.coalesce(part, reads)
+        for s in steps:
+            if isinstance(s, Select):
+                key = (s.source.node.id, s.source.index)
+                if key in made and reads.get(key) == 1 and key not in self.names:
+                    self.names[key] = self.name(s.out)
+
+    def call(self, s: Call) -> _Stmt:
+        args = [self.name(t) for t in s.args]
+        outs = [None if o is None else self.name(o) for o in s.outs]
+        fn = self.kernel(s.node)
+        node = s.node
+        loc = f"  # {node.source}" if node.source else ""
+
+        def write(out, depth):
+            bound = [o if o is not None and o in self.read else "_" for o in outs]
+            call = f"{fn}({', '.join(args)})"
+            if not bound:
+                line = call
+            elif len(bound) == 1:
+                line = call if bound[0] == "_" else f"{bound[0]} = {call}"
+            elif all(b == "_" for b in bound):
+                line = call
+            else:
+                line = f"{', '.join(bound)}, = {call}" if len(bound) == 1 else f"{', '.join(bound)} = {call}"
+            self.line_nodes[len(out) + 1] = (node, tuple(reversed(self.counters)))
+            out.append(_INDENT * depth + line + loc)
+        return self.stmt(s.guard, set(args), {o for o in outs if o is not None}, write)
+
+    def select(self, s: Select) -> _Stmt:
+        out, src = self.name(s.out), self.name(s.source)
+        index = None
+        if s.index_out is not None:
+            index = self.name(s.index_out)
+            const = f"INDEX_{s.index}"
+            self.globals[const] = np.int32(s.index)
+            self.namer.taken.add(const)
+
+        if src == out and index is None:
+            return None  # the branch computed it under the result's name
+
+        def write(lines, depth):
+            if src != out:
+                lines.append(_INDENT * depth + f"{out} = {src}")
+            if index is not None:
+                lines.append(_INDENT * depth + f"{index} = INDEX_{s.index}")
+        defs = {out} | ({index} if index else set())
+        return self.stmt(s.guard, {src} - {out}, defs, write)
+
+    def loop(self, s: Loop) -> _Stmt:
+        merges = [self.name(m) for m, _ in s.init]
+        init = [self.name(v) for _, v in s.init]
+        counter = self.namer.fresh("n_" + _base_name(s.frame.name))
+        head = self.statements(s.head)
+        tail = self.statements(s.tail)
+        body = self.statements(s.body)
+        pred = self.name(s.pred)
+        nexts = [self.name(v) for _, v in s.back]
+        exits = {self.name(t) for t in s.exits}
+        moved = [(m, v) for m, v in zip(merges, nexts, strict=True) if m != v]
+        # the test reads what the Exits hand out (it is the last use of the final iteration's values)
+        brk = self.stmt((), {pred} | exits | _free(tail), _defs(tail))
+        # a loop variable that goes on unchanged is read by the back edge: it must outlive the iteration
+        back = self.stmt((), {v for _, v in moved} | {m for m, v in zip(merges, nexts, strict=True) if m == v},
+                         set(merges))
+        level = head + [brk] + body + [back]
+        uses = _free(level, params=set(merges)) | set(init)
+        where = f"  # {s.context.describe()}" if s.context is not None else f"  # frame {s.frame.name}"
+
+        def write_break(lines, depth):
+            lines.append(_INDENT * depth + f"if not {pred}:")
+            self.block(tail, lines, depth + 1, dels=False)
+            lines.append(_INDENT * (depth + 1) + "break")
+
+        def write_back(lines, depth):
+            if moved:
+                lines.append(_INDENT * depth + f"{', '.join(m for m, _ in moved)} = {', '.join(v for _, v in moved)}")
+            lines.append(_INDENT * depth + f"{counter} += 1")
+
+        brk.write, back.write = write_break, write_back
+
+        def write(lines, depth):
+            for m, v in zip(merges, init, strict=True):
+                lines.append(_INDENT * depth + f"{m} = {v}")
+            lines.append(_INDENT * depth + f"{counter} = 0")
+            lines.append(_INDENT * depth + "while True:" + where)
+            self.counters.append((counter, s.frame.name))
+            self.block(level, lines, depth + 1, params=set(merges), rebound=back)
+            self.counters.pop()
+        return self.stmt(s.guard, uses, set(merges) | exits, write)
+
+    # -- blocks --------------------------------------------------------------------------------
+    def block(self, stmts: list[_Stmt], lines: list, depth: int, params=(), rebound=None, dels=True) -> None:
+        """Writes `stmts` with their guards as nested ifs, and `del`s after last uses."""
+        if dels:
+            stmts = self.with_dels(stmts, set(params), rebound)
+        open_: list = []  # the literals of the open ifs, outermost first, each with whether it is an else
+        for st in stmts:
+            g = st.guard
+            k = 0
+            while k < len(open_) and k < len(g) and open_[k][0] == g[k]:
+                k += 1
+            if k < len(open_) and k < len(g) and open_[k][0][0] == g[k][0] and not open_[k][1]:
+                lines.append(_INDENT * (depth + k) + "else:")  # the complement of the if just closed
+                open_ = open_[:k] + [(g[k], True)]
+                k += 1
+            else:
+                open_ = open_[:k]
+            for lit in g[k:]:
+                lines.append(_INDENT * (depth + len(open_)) + f"if {self.literal(lit)}:")
+                open_.append((lit, False))
+            st.write(lines, depth + len(open_))
+
+    def with_dels(self, stmts: list[_Stmt], params: set, rebound) -> list[_Stmt]:
+        """`stmts` with a `del` after each value's last use in the block, at the guard it was defined
+        under (values bound in the block or passed to it in `params`; never after `rebound`, the
+        statement that binds the params again)."""
+        last: dict = {}
+        for k, st in enumerate(stmts):
+            for name in st.uses:
+                last[name] = k
+        defined: dict = {p: () for p in params}
+        for st in stmts:
+            for name in st.defs:
+                defined[name] = _common(defined[name], st.guard) if name in defined else st.guard
+        after: dict = {}
+        for name, guard in defined.items():
+            k = last.get(name)
+            if name not in self.read or name in self.scalars:
+                continue
+            if k is None:
+                continue
+            if rebound is not None and stmts[k] is rebound or stmts[k].final:
+                continue
+            after.setdefault(k, []).append((guard, name))
+        out = []
+        for k, st in enumerate(stmts):
+            out.append(st)
+            by_guard: dict = {}
+            for guard, name in after.get(k, ()):
+                by_guard.setdefault(guard, []).append(name)
+            for guard, names in by_guard.items():
+                out.append(_Stmt(guard, set(), set(), lambda lines, depth, names=sorted(names):
+                                 lines.append(_INDENT * depth + f"del {', '.join(names)}")))
+        return out
+
+
+def _free(stmts: list[_Stmt], params=frozenset()) -> set:
+    used, bound = set(), set(params)
+    for st in stmts:
+        used |= st.uses - bound
+        bound |= st.defs
+    return used
+
+
+def _defs(stmts: list[_Stmt]) -> set:
+    out = set()
+    for st in stmts:
+        out |= st.defs
+    return out
+
+
+def _common(a: tuple, b: tuple) -> tuple:
+    return tuple(lit for lit in a if lit in b)
+
+
+def _base_name(name: str) -> str:
+    return name.rsplit("/", 1)[-1].lower() or "loop"
+
+
+def _base(node: Node, port: int) -> str:
+    base = _base_name(node.name)
+    return base if port == 0 else f"{base}_{port}"
+
+
+def generate(program: Structured, name: str, kernel_of: Callable, constant_of: Callable, helpers: dict) -> Source:
+    """The source of `def name(*fed values): ... return [fetched values]` for `program`.
+
+    `kernel_of(node)` is the callable a node's line calls, `constant_of(node)` a Const's value;
+    `helpers` are the runtime names the code uses besides (DEAD, failed, dead, FETCHES, LINES).
+    """
+    e = _Emitter(program, kernel_of, constant_of, helpers)
+    e.coalesce(program.steps, _reads(program))
+    params = [e.name(t) for t in program.params]
+    stmts = e.statements(program.steps)
+    results, guarded = [], []
+    for k, (t, guard) in enumerate(program.results):
+        if guard == ():
+            results.append(e.name(t))
+            continue
+        slot = e.namer.fresh(f"fetch_{k}")
+        guarded.append((k, slot))
+        results.append(slot)
+        if guard is not None:  # else never live: always the dead-fetch error
+            src = e.name(t)
+            stmts.append(e.stmt(guard, {src}, {slot}, lambda lines, depth, slot=slot, src=src:
+                                lines.append(_INDENT * depth + f"{slot} = {src}")))
+
+    def write_return(lines, depth):
+        for k, slot in guarded:
+            lines.append(_INDENT * depth + f"if {slot} is DEAD:")
+            lines.append(_INDENT * (depth + 1) + f"raise dead(FETCHES[{k}])")
+        lines.append(_INDENT * depth + f"return [{', '.join(results)}]")
+    stmts.append(e.stmt((), set(results), set(), write_return, final=True))
+    lines = [f"def {name}({', '.join(params)}):"]
+    lines += [_INDENT + f"{slot} = DEAD" for _, slot in guarded]
+    lines.append(_INDENT + "try:")
+    e.block(stmts, lines, 2, params=set(params))
+    lines.append(_INDENT + "except Exception as error:")
+    lines.append(_INDENT * 2 + "raise failed(error, LINES)")
+    e.globals["LINES"] = e.line_nodes
+    return Source("\n".join(lines) + "\n", name, e.globals, e.line_nodes)
+
+
+def _reads(program: Structured) -> dict:
+    """How many times each value (node id, port) is read: by steps, guards and fetches."""
+    counts: dict = {}
+
+    def read(t):
+        key = (t.node.id, t.index)
+        counts[key] = counts.get(key, 0) + 1
+
+    def walk(steps):
+        for s in steps:
+            for key, _ in s.guard or ():
+                counts[key] = counts.get(key, 0) + 1
+            if isinstance(s, Call):
+                for t in s.args:
+                    read(t)
+            elif isinstance(s, Select):
+                read(s.source)
+            else:
+                for _, t in s.init + s.back:
+                    read(t)
+                for t in [s.pred] + s.exits:
+                    read(t)
+                walk(s.head)
+                walk(s.tail)
+                walk(s.body)
+    walk(program.steps)
+    for t, guard in program.results:
+        read(t)
+        for key, _ in guard or ():
+            counts[key] = counts.get(key, 0) + 1
+    return counts

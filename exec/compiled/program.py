@@ -1,0 +1,84 @@
+"""`compile_program`: a plan's graph as one Python function, ready to call with the fed values."""
+from __future__ import annotations
+
+import itertools
+import linecache
+
+from graph.node import Node, Tensor
+from exec import kernels as _kernels
+from exec.compiled import runtime
+from exec.compiled.codegen import Source, generate
+from exec.compiled.structure import Call, Loop, Structured, structure
+from exec.donation import donatable_slot, exclusive_inputs
+
+_serial = itertools.count(1)
+
+
+class Program:
+    """A compiled plan: `program(values)` runs it with the fed values (in feed order) and returns the
+    fetched values (in fetch order), as the dataflow executor's `execute` does.
+
+    `source` is the generated Python (also shown in tracebacks: it is registered with linecache
+    under `filename`).
+    """
+
+    __slots__ = ("function", "source", "filename", "fetches", "nodes")
+
+    def __init__(self, function, source: Source, filename: str, fetches: list[Tensor], nodes: list[Node]):
+        self.function = function
+        self.source = source.text
+        self.filename = filename
+        self.fetches = fetches
+        self.nodes = nodes
+
+    def __call__(self, values) -> list:
+        return self.function(*values)
+
+    def __repr__(self) -> str:
+        return f"<compiled program {self.filename}>"
+
+
+def compile_program(fetches: list[Tensor], targets: list[Node], feeds: list[Tensor], rt,
+                    name: str = "program") -> Program:
+    """Compiles what running `fetches` and `targets` with `feeds` fed does; raises
+    structure.Unstructured where the graph's control flow is not one the compiler handles."""
+    program = structure(fetches, targets, feeds)
+    kernel_of = _kernel_chooser(program, rt)
+    serial = next(_serial)
+    filename = f"<compiled {name} #{serial}>"
+    helpers = {"DEAD": runtime.DEAD, "dead": runtime.dead, "failed": runtime.failed,
+               "FETCHES": list(fetches)}
+    source = generate(program, name, kernel_of, lambda node: _kernels.get_kernel(node, rt)(), helpers)
+    code = compile(source.text, filename, "exec")
+    linecache.cache[filename] = (len(source.text), None, source.text.splitlines(keepends=True), filename)
+    namespace = dict(source.globals)
+    exec(code, namespace)
+    return Program(namespace[name], source, filename, list(fetches), program.nodes)
+
+
+def _kernel_chooser(program: Structured, rt):
+    """node -> its kernel: the in-place variant where the node alone reads a fresh input buffer
+    (exec/donation.py), the same decision the dataflow plan takes."""
+    calls = [s.node for s in _calls(program.steps)]
+    local = {n: i for i, n in enumerate(program.nodes)}
+    exclusive = exclusive_inputs(program.nodes, local, program.fetches, program.fed)
+    chosen = {}
+    for node in calls:
+        fn = None
+        slots = exclusive.get(local[node])
+        if slots and len(node.outputs) == 1 and node.op in _kernels.INPLACE:
+            slot = donatable_slot(node, slots)
+            if slot is not None:
+                fn = _kernels.get_inplace_kernel(node, rt, slot)
+        chosen[node] = fn if fn is not None else _kernels.get_kernel(node, rt)
+    return chosen.__getitem__
+
+
+def _calls(steps):
+    for s in steps:
+        if isinstance(s, Call):
+            yield s
+        elif isinstance(s, Loop):
+            yield from _calls(s.head)
+            yield from _calls(s.tail)
+            yield from _calls(s.body)

@@ -1,0 +1,495 @@
+"""Recovers structured control flow from a graph: loop frames become loops, Switch/Merge become guards.
+
+The structure is read off the dataflow itself, as TF's functionalize_while/functionalize_cond
+recover it, so graphs built by hand come out the same as those built by `graph.cond` and
+`graph.while_loop` (whose recorded contexts only name loops in error messages):
+
+- A node's *frame* is the loop instance its outputs live in: an Enter's is the child frame
+  its `frame_name` names, an Exit's the parent of its input's, any other node's that of its
+  inputs. Every edge but Enter's and Exit's stays inside one frame.
+- A node's *guard*, relative to its frame, is the condition under which it is live in an
+  iteration, as a conjunction of literals "predicate value p is true/false": a Switch's
+  port adds its literal, a Merge is live when one of its inputs is (their guards must form a
+  complete if/else tree, which reduces to one conjunction), any other node needs all its
+  inputs, control inputs included. That is the tagged-token rule for deadness, evaluated
+  once at compile time instead of per token at run time.
+- In a loop frame, the loop's predicate splits the nodes: those live without it run every
+  iteration before the test (the *head*: the condition, and nodes of the final iteration),
+  those needing it true run after the test (the *body*), those needing it false run once,
+  when the loop ends (the *tail*, usually nothing but what the Exits forward).
+
+Anything else is `Unstructured`: the plan runs on the dataflow executor instead.
+"""
+from __future__ import annotations
+
+import heapq
+from dataclasses import dataclass, field
+
+from graph.node import Node, Tensor
+
+# Ops whose output is their (first) input, unchanged: compiled code renames, it does not call.
+# (Control inputs only order them and decide whether they are live: both are kept in guards.)
+_RENAMES = frozenset({"Identity", "StopGradient", "LoopCond"})
+# Ops with no kernel call at all in compiled code.
+_STRUCTURAL = frozenset({"Enter", "Exit", "Switch", "Merge", "NextIteration", "NoOp", "Const"}) | _RENAMES
+
+
+class Unstructured(Exception):
+    """The graph has a shape that the compiler does not turn into Python control flow (the reason)."""
+
+
+# A literal is (predicate value key, wanted truth): key = (node id, port) of the value the
+# predicate tensor forwards. A guard is a frozenset of literals; NEVER: never live.
+Literal = tuple
+NEVER = None
+_MISSING = object()
+
+
+@dataclass(eq=False)
+class Frame:
+    """One loop frame of the graph (per parent frame and frame name), or the root (name "")."""
+
+    name: str
+    parent: "Frame | None"
+    depth: int
+    nodes: list = field(default_factory=list)      # nodes whose outputs live in this frame, graph order
+    children: dict = field(default_factory=dict)   # frame name -> Frame
+
+
+# ----------------------------------------------------------------------------- program records
+
+@dataclass(eq=False)
+class Call:
+    """`outs = kernel(*args)` for a node with a kernel; `outs[k]` None: output k is not used."""
+    node: Node
+    args: list          # canonical tensors
+    outs: list          # the node's output tensors (canonical), or None where unused
+    guard: tuple = ()
+
+
+@dataclass(eq=False)
+class Select:
+    """A cond Merge's value in one branch: `out = source` (and `index_out = index`) where `guard` holds."""
+    out: Tensor
+    source: Tensor
+    index_out: Tensor | None
+    index: int
+    guard: tuple = ()
+
+
+@dataclass(eq=False)
+class Loop:
+    """A loop frame's instance: merges start as `init`, then head / test / body / back edge."""
+    frame: Frame
+    context: object                  # the graph's WhileContext when recorded (error messages), else None
+    init: list                       # (merge output, value before the loop)
+    head: list
+    pred: Tensor                     # the value of the loop's predicate
+    tail: list
+    body: list
+    back: list                       # (merge output, its value for the next iteration)
+    exits: list                      # tensors the loop hands to its parent frame
+    guard: tuple = ()
+
+
+@dataclass(eq=False)
+class Structured:
+    """A plan as structured code: parameters (fed tensors), steps, and per fetch its value and guard."""
+    params: list
+    steps: list
+    results: list       # per fetch: (canonical tensor, guard relative to the root, NEVER included)
+    fetches: list
+    nodes: list         # every node the program runs, graph order
+    predicates: dict    # literal key -> the tensor whose value a guard tests
+    fed: set            # the fed nodes
+
+
+# ----------------------------------------------------------------------------- analysis
+
+def needed_nodes(fetch_nodes: list[Node], fed: set) -> list[Node]:
+    """The nodes that computing `fetch_nodes` runs, stopping at fed nodes, in graph order."""
+    seen: set = set()
+    todo = list(fetch_nodes)
+    while todo:
+        n = todo.pop()
+        if n in seen:
+            continue
+        seen.add(n)
+        if n not in fed:
+            todo.extend(t.node for t in n.inputs)
+            todo.extend(n.control_inputs)
+    return sorted(seen, key=lambda n: n.id)
+
+
+class _Structurer:
+    def __init__(self, fetches: list[Tensor], targets: list[Node], feeds: list[Tensor]):
+        self.fed = {t.node: t for t in feeds}
+        self.nodes = needed_nodes([t.node for t in fetches] + list(targets), set(self.fed))
+        self.root = Frame("", None, 0)
+        self.frame_of: dict[Node, Frame] = {}
+        self.consumers: dict[Node, list] = {n: [] for n in self.nodes}
+        for n in self.nodes:
+            if n not in self.fed:
+                for t in n.inputs:
+                    self.consumers[t.node].append(n)
+        self.exits: dict[Frame, list] = {}
+        self.guard: dict = {}        # node -> guard; (node, port) -> guard of a Switch port
+        self.position: dict = {}     # frame -> {node or child Frame: its index in the frame's order}
+        self.by_id = {n.id: n for n in self.nodes}
+        self.predicates: dict = {}   # literal key -> the canonical tensor tested
+        self.alias: dict = {}        # (node id, port) of a Merge whose branches all give one value -> it
+        self.used = {(t.node.id, t.index) for n in self.nodes if n not in self.fed for t in n.inputs} | \
+            {(t.node.id, t.index) for t in fetches}
+
+    # -- frames ------------------------------------------------------------------------------
+    def assign_frames(self) -> None:
+        for n in self.nodes:
+            chain = []
+            m = n
+            while m not in self.frame_of:
+                chain.append(m)
+                m = self._frame_source(m)
+                if m is None:
+                    break
+            frame = self.root if m is None else self.frame_of[m]
+            for c in reversed(chain):
+                frame = self._frame_after(c, frame)
+                self.frame_of[c] = frame
+        for n in self.nodes:
+            self.frame_of[n].nodes.append(n)
+            self._check_edges(n)
+            if n.op == "Exit":
+                self.exits.setdefault(self.frame_of[n.inputs[0].node], []).append(n)
+
+    def _frame_source(self, n: Node) -> Node | None:
+        """The input whose frame decides `n`'s (None: the root)."""
+        if n in self.fed:
+            return None
+        if n.op == "Merge":
+            data = [t.node for t in n.inputs if t.node.op != "NextIteration"]
+            if not data:
+                raise Unstructured(f"Merge {n.name} has only NextIteration inputs")
+            return data[0]
+        if n.inputs:
+            return n.inputs[0].node
+        return n.control_inputs[0] if n.control_inputs else None
+
+    def _frame_after(self, n: Node, source: Frame) -> Frame:
+        if n in self.fed:
+            if source is not self.root:
+                raise Unstructured(f"fed node {n.name} lives in a loop frame")
+            return self.root
+        if n.op == "Enter":
+            name = n.attrs["frame_name"]
+            child = source.children.get(name)
+            if child is None:
+                child = source.children[name] = Frame(name, source, source.depth + 1)
+            return child
+        if n.op == "Exit":
+            if source.parent is None:
+                raise Unstructured(f"Exit {n.name} is not fed from a loop frame")
+            return source.parent
+        return source
+
+    def _check_edges(self, n: Node) -> None:
+        if n in self.fed:
+            return
+        mine = self.frame_of[n]
+        expect = mine.parent if n.op == "Enter" else None
+        for k, src in enumerate([t.node for t in n.inputs] + list(n.control_inputs)):
+            theirs = self.frame_of[src]
+            if n.op == "Enter":
+                ok = theirs is expect
+            elif n.op == "Exit" and k == 0:
+                ok = theirs.parent is mine
+            else:
+                ok = theirs is mine
+            if not ok:
+                raise Unstructured(f"edge {src.name} -> {n.name} crosses loop frames outside Enter/Exit")
+
+    # -- guards --------------------------------------------------------------------------------
+    def value_key(self, t: Tensor) -> tuple:
+        """The key of the value `t` forwards (through renames, Switches and loop constants)."""
+        t = self.canonical(t)
+        return (t.node.id, t.index)
+
+    def canonical(self, t: Tensor) -> Tensor:
+        """The tensor whose variable holds `t`'s value in compiled code (renames looked through)."""
+        while t.node not in self.fed:
+            op = t.node.op
+            same = self.alias.get((t.node.id, t.index))
+            if same is not None:
+                t = same
+            elif op in _RENAMES or op in ("Switch", "Exit", "NextIteration") or \
+                    op == "Enter" and t.node.attrs["is_constant"]:
+                t = t.node.inputs[0]
+            else:
+                return t
+        return t
+
+    def port_guard(self, t: Tensor):
+        g = self.guard.get((t.node, t.index), _MISSING)
+        return self.guard[t.node] if g is _MISSING else g
+
+    def inputs_guard(self, n: Node, data=None):
+        g = frozenset()
+        for t in (n.inputs if data is None else data):
+            g = _conjoin(g, self.port_guard(t))
+        for c in n.control_inputs:
+            g = _conjoin(g, self.guard[c])
+        return g
+
+    # -- frames as code ------------------------------------------------------------------------
+    def order(self, frame: Frame) -> list:
+        """The frame's nodes and child loops (as Frames) in a dependency order, program order first
+        (node creation order) among what is ready: effects without edges between them keep the
+        order the user wrote them in."""
+        units = {c: min(e.id for e in c.nodes if e.op == "Enter") for c in frame.children.values()}
+        deps: dict = {}
+        for n in frame.nodes:
+            if n.op == "Enter":
+                continue  # values from the parent frame: there before the loop starts
+            srcs = [t.node for t in n.inputs] + list(n.control_inputs)
+            if n.op == "Merge" and any(t.node.op == "NextIteration" for t in n.inputs):
+                srcs = [s for s in srcs if s.op != "NextIteration"]
+            deps[n] = [] if n in self.fed else [self._unit(s, frame) for s in srcs]
+        for c in units:
+            deps[c] = [self._unit(s, frame) for e in c.nodes if e.op == "Enter"
+                       for s in [t.node for t in e.inputs] + list(e.control_inputs)]
+        return _toposort(deps, lambda u: units[u] if isinstance(u, Frame) else u.id, frame.name)
+
+    def _unit(self, src: Node, frame: Frame):
+        """What `src` is in `frame`'s order: itself, the child loop it belongs to, or None (outside)."""
+        f = self.frame_of[src]
+        if f is frame:
+            return None if src.op == "Enter" else src
+        while f is not None and f.parent is not frame:
+            f = f.parent
+        return f
+
+    def structure(self, frame: Frame, pred_key=None) -> list:
+        """The steps of one iteration of `frame` (of the whole program at the root), in order."""
+        steps = []
+        order = self.order(frame)
+        self.position[frame] = {u: k for k, u in enumerate(order)}
+        for u in order:
+            step = self.loop(u) if isinstance(u, Frame) else self.node_step(u, pred_key)
+            if isinstance(step, Loop):
+                steps.append(step)
+            elif step is not None:
+                steps.extend(step)
+        return [s for s in steps if s.guard is not NEVER]
+
+    def literal_rank(self, frame: Frame, literal) -> tuple:
+        """Where a literal's test goes among those of one guard (outermost first): predicates of
+        enclosing frames first, then in the order `frame` computes them (a loop's values where the
+        loop is), so that every predicate is tested only where it has been computed."""
+        node = self.by_id[literal[0][0]]
+        home = self.frame_of[node]
+        common, f = home, frame
+        while common.depth > f.depth:
+            common = common.parent
+        while f.depth > common.depth:
+            f = f.parent
+        while common is not f:
+            common, f = common.parent, f.parent
+        unit = node if home is common else home  # else the child loop of `common` that computes it
+        while unit is not node and unit.parent is not common:
+            unit = unit.parent
+        rank = self.position[common][unit]
+        return (0, rank) if common is frame else (-1, common.depth, rank)
+
+    def finish(self, frame: Frame, steps: list) -> None:
+        """Turns the steps' guards into tuples of literals, outermost test first."""
+        for s in steps:
+            s.guard = tuple(sorted(s.guard, key=lambda lit: self.literal_rank(frame, lit)))
+
+    def node_step(self, n: Node, pred_key) -> list | None:
+        if n in self.fed:
+            self.guard[n] = frozenset()
+            return None
+        op = n.op
+        if op == "Enter":
+            self.guard[n] = frozenset()
+            return None
+        if op == "Exit":
+            return None  # guarded by its loop (set when the loop is structured)
+        if op == "Merge":
+            return self.merge(n, pred_key)
+        g = self.inputs_guard(n)
+        self.guard[n] = g
+        if op == "Switch":
+            pred = self.canonical(n.inputs[1])
+            key = (pred.node.id, pred.index)
+            self.predicates[key] = pred
+            for port in (0, 1):
+                self.guard[(n, port)] = _conjoin(g, frozenset({(key, bool(port))}))
+            return None
+        if op in _STRUCTURAL:
+            return None
+        if g is NEVER:
+            return []
+        outs = [o if self._is_used(o) else None for o in n.outputs]
+        return [Call(n, [self.canonical(t) for t in n.inputs], outs, g)]
+
+    def _is_used(self, t: Tensor) -> bool:
+        return (t.node.id, t.index) in self.used
+
+    def merge(self, n: Node, pred_key) -> list:
+        loop_inputs = [t for t in n.inputs if t.node.op == "NextIteration"]
+        if loop_inputs:
+            self.guard[n] = frozenset()
+            return None
+        if n.control_inputs:
+            raise Unstructured(f"Merge {n.name} has control inputs")
+        guards = [self.port_guard(t) for t in n.inputs]
+        merged = _disjoin([g for g in guards if g is not NEVER], pred_key, n)
+        self.guard[n] = merged
+        if merged is NEVER:
+            return []
+        out, index_out = n.outputs[0], n.outputs[1] if len(n.outputs) > 1 else None
+        if index_out is not None and not self._is_used(index_out):
+            index_out = None
+        live = [(k, t, g) for k, (t, g) in enumerate(zip(n.inputs, guards, strict=True)) if g is not NEVER]
+        sources = {self.value_key(t) for _, t, _ in live}
+        if len(sources) == 1 and index_out is None:
+            self.alias[(n.id, 0)] = self.canonical(live[0][1])  # every branch gives the same value
+            return []
+        return [Select(out, self.canonical(t), index_out, k, g) for k, t, g in live]
+
+    def loop(self, frame: Frame) -> Loop:
+        enters = [n for n in frame.nodes if n.op == "Enter"]
+        variables = [e for e in enters if not e.attrs["is_constant"]]
+        outer = [self.inputs_guard(e) for e in enters]
+        var_guards = {g for g, e in zip(outer, enters, strict=True) if not e.attrs["is_constant"]}
+        if len(var_guards) != 1:
+            raise Unstructured(f"the loop variables of frame {frame.name} enter under different conditions")
+        (g_loop,) = var_guards
+        for g, e in zip(outer, enters, strict=True):
+            if e.attrs["is_constant"] and g_loop is not NEVER and (g is NEVER or not g <= g_loop):
+                raise Unstructured(f"loop constant {e.name} is live under other conditions than its loop")
+        for e in enters:
+            self.guard[e] = frozenset()  # in the loop's own frame: there in every iteration
+        conds = [n for n in frame.nodes if n.op == "LoopCond"]
+        if len(conds) != 1:
+            raise Unstructured(f"frame {frame.name} has {len(conds)} LoopCond nodes")
+        merges, nexts = [], {}
+        for e in variables:
+            cons = self.consumers[e]
+            if len(cons) != 1 or cons[0].op != "Merge" or len(cons[0].inputs) != 2 or \
+                    {t.node.op for t in cons[0].inputs} != {"Enter", "NextIteration"}:
+                raise Unstructured(f"loop variable {e.name} does not enter through a Merge with a NextIteration")
+            m = cons[0]
+            merges.append(m)
+            nexts[m] = next(t.node for t in m.inputs if t.node.op == "NextIteration")
+        for n in frame.nodes:
+            if n.op == "NextIteration" and (len(self.consumers[n]) != 1 or self.consumers[n][0] not in nexts):
+                raise Unstructured(f"NextIteration {n.name} does not feed one loop Merge")
+        pred = conds[0].inputs[0]
+        pred_key = self.value_key(pred)
+        steps = self.structure(frame, pred_key)
+        head, tail, body = [], [], []
+        taken, final = (pred_key, True), (pred_key, False)
+        for s in steps:
+            g = s.guard
+            if g is NEVER:
+                continue
+            if taken in g:
+                s.guard = g - {taken}
+                body.append(s)
+            elif final in g:
+                s.guard = g - {final}
+                tail.append(s)
+            else:
+                head.append(s)
+        self.finish(frame, head)
+        self.finish(frame, tail)
+        self.finish(frame, body)
+        if self.guard[conds[0]] != frozenset():
+            raise Unstructured(f"the predicate of frame {frame.name} is not computed in every iteration")
+        for m in merges:
+            if self.guard[nexts[m]] != frozenset({taken}):
+                raise Unstructured(f"the next value of {m.name} is not computed exactly when the loop goes on")
+        exits = []
+        for n in self.exits.get(frame, ()):
+            if self.port_guard(n.inputs[0]) != frozenset({final}):
+                raise Unstructured(f"Exit {n.name} is not fed when the loop ends")
+            self.guard[n] = g_loop
+            exits.append(self.canonical(n.outputs[0]))
+        init = [(m.outputs[0], self.canonical(e.inputs[0])) for e, m in zip(variables, merges, strict=True)]
+        back = [(m.outputs[0], self.canonical(nexts[m].inputs[0])) for m in merges]
+        context = getattr(conds[0], "context", None)
+        return Loop(frame, context if getattr(context, "frame_name", None) == frame.name else None,
+                    init, head, self.canonical(pred), tail, body, back, exits, g_loop)
+
+
+def _conjoin(a, b):
+    if a is NEVER or b is NEVER:
+        return NEVER
+    g = a | b
+    if len(g) > 1 and any((k, not v) in g for k, v in g):
+        return NEVER  # needs a predicate true and false at once: never live
+    return g
+
+
+def _disjoin(guards: list, pred_key, node: Node):
+    """The one conjunction that the guards' disjunction is, or Unstructured: they must be the leaves
+    of a complete if/else tree (so exactly one input is live whenever the Merge is)."""
+    if not guards:
+        return NEVER
+    guards = list(guards)
+    while len(guards) > 1:
+        for i, a in enumerate(guards):
+            for j in range(i + 1, len(guards)):
+                b = guards[j]
+                diff = a ^ b
+                if len(diff) == 2:
+                    (k1, v1), (k2, v2) = diff
+                    if k1 == k2 and v1 != v2 and k1 != pred_key:
+                        guards[i] = a & b
+                        del guards[j]
+                        break
+            else:
+                continue
+            break
+        else:
+            raise Unstructured(f"the inputs of Merge {node.name} are not live under complementary conditions")
+    return guards[0]
+
+
+def _toposort(deps: dict, priority, frame_name: str) -> list:
+    """Kahn's algorithm, the ready unit of smallest priority first."""
+    users: dict = {u: [] for u in deps}
+    missing = {}
+    for u, ds in deps.items():
+        ds = {d for d in ds if d is not None and d is not u}
+        missing[u] = len(ds)
+        for d in ds:
+            users[d].append(u)
+    ready = [(priority(u), k, u) for k, u in enumerate(deps) if not missing[u]]
+    heapq.heapify(ready)
+    index = {u: k for k, u in enumerate(deps)}
+    out = []
+    while ready:
+        _, _, u = heapq.heappop(ready)
+        out.append(u)
+        for v in users[u]:
+            missing[v] -= 1
+            if not missing[v]:
+                heapq.heappush(ready, (priority(v), index[v], v))
+    if len(out) != len(deps):
+        raise Unstructured(f"frame {frame_name or '(top level)'} has a cycle that is not a loop")
+    return out
+
+
+def structure(fetches: list[Tensor], targets: list[Node], feeds: list[Tensor]) -> Structured:
+    """The plan for `fetches` and `targets` with `feeds` fed, as structured steps (or Unstructured)."""
+    s = _Structurer(fetches, targets, feeds)
+    s.assign_frames()
+    steps = s.structure(s.root)
+    s.finish(s.root, steps)
+    results = []
+    for t in fetches:
+        g = s.port_guard(t)
+        results.append((s.canonical(t), g if g is NEVER else tuple(sorted(g, key=lambda lit: s.literal_rank(s.root, lit)))))
+    return Structured(list(feeds), steps, results, list(fetches), s.nodes, s.predicates, set(s.fed))
