@@ -444,6 +444,8 @@ def _finish_outputs(out):
     def leaf(v):
         if isinstance(v, operators.MaybeDefined):
             v = v.read()
+        if isinstance(v, operators.MutableArray):
+            return v.value
         if isinstance(v, operators.TensorList):
             return operators.stacked_list(v)
         if isinstance(v, graph.TensorArray):

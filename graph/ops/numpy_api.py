@@ -66,7 +66,13 @@ def _unsupported_kwargs(name, kwargs, allowed_defaults):
 def array_ufunc(self, ufunc, method, *inputs, **kwargs):
     name = _np_name(ufunc)
     out = kwargs.pop("out", None)
+    if out is not None and _writes_elsewhere(out):
+        return NotImplemented
     if out is not None and any(o is not None for o in out):
+        if method == "__call__" and len(out) == 1 and isinstance(out[0], np.ndarray) and inputs \
+                and out[0] is inputs[0]:
+            # `a += t` on a numpy array `a`: it cannot hold a graph value, so `a` is rebound to the result
+            return _in_place_result(array_ufunc(self, ufunc, method, *inputs, **kwargs), out[0], name)
         _no_out(name, out)
     dtype = kwargs.pop("dtype", None)
     if method == "reduce":
@@ -84,6 +90,19 @@ def array_ufunc(self, ufunc, method, *inputs, **kwargs):
         x = convert(inputs[0]) if dtype is None else M.cast(convert(inputs[0]), dtype)
         return UFUNC_REDUCTIONS[ufunc](x, axis, keepdims)
     raise TypeError(f"{name}.{method} is not supported on graph tensors")
+
+
+def _in_place_result(result: Tensor, array: np.ndarray, name: str) -> Tensor:
+    """The result of an in-place operation on numpy array `array`, with its dtype (numpy's same-kind
+    casting) and shape."""
+    if result.dtype != array.dtype:
+        if not np.can_cast(result.dtype, array.dtype, "same_kind"):
+            raise TypeError(f"{name}(..., out=...): cannot cast the result from {result.dtype} to the array's "
+                            f"dtype {array.dtype} with casting rule 'same_kind' (as numpy)")
+        result = M.cast(result, array.dtype)
+    if result.shape != array.shape:
+        result = A.broadcast_to(result, array.shape)
+    return result
 
 
 # --------------------------------------------------------------------------- numpy functions
@@ -357,7 +376,17 @@ def _holds_tensor(v) -> bool:
     return isinstance(v, (list, tuple)) and any(_holds_tensor(x) for x in v)
 
 
+def _writes_elsewhere(out) -> bool:
+    """Whether an out= argument is an array of another kind that handles numpy calls itself (NEP 13/18:
+    numpy then asks it, when this type returns NotImplemented)."""
+    outs = out if isinstance(out, tuple) else (out,)
+    return any(o is not None and not isinstance(o, (Tensor, np.ndarray)) and hasattr(type(o), "__array_function__")
+               for o in outs)
+
+
 def array_function(self, func, types, args, kwargs):
+    if _writes_elsewhere(kwargs.get("out")):
+        return NotImplemented
     impl = FUNCTIONS.get(func)
     if impl is None:
         raise TypeError(f"{_np_name(func)} is not supported on graph tensors; use graph ops, or run the graph and "

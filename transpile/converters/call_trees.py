@@ -23,9 +23,11 @@ OVERRIDDEN_BUILTINS = frozenset({"range", "len", "enumerate", "zip", "abs", "min
 SEQUENCE_FUNCTIONS = frozenset({"stack", "array", "asarray", "concatenate", "vstack"})
 # numpy constructors: `np.zeros(n)`, `np.arange(n)`, `np.array([t, 1.0])`, `np.float32(t)` get graph ops from
 # `ag.call` when an argument is a tensor (numpy does not dispatch these on tensors by itself).
+# The functions that make new arrays go through `ag.call` too: the arrays they make are written in place.
 NUMPY_CONSTRUCTORS = frozenset({"array", "asarray", "asanyarray", "ascontiguousarray", "zeros", "ones", "empty",
                                 "full", "arange", "eye", "bool", "int8", "int16", "int32", "int64", "uint8",
-                                "uint16", "uint32", "uint64", "float16", "float32", "float64"})
+                                "uint16", "uint32", "uint64", "float16", "float32", "float64", "copy",
+                                "zeros_like", "ones_like", "empty_like", "full_like"})
 # Method names of arrays: `x.sum()` on a local is almost always a tensor method, left alone.
 _ARRAY_METHODS = frozenset(n for n in dir(np.ndarray) if not n.startswith("_")) | {"numpy", "read", "write",
                                                                                   "stack", "unstack", "gather",

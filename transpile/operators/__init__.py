@@ -10,6 +10,7 @@ Modules, each with one job (the later ones build on the earlier ones):
 
     trace_state      what the helpers know about the code around them (per thread)
     staging          StagingError, rebuilding a cond or loop until it settles, graph conditions, effect order
+    arrays           numpy arrays written in place whose contents are graph values (MutableArray)
     leaves           the leaves of a value: kinds, dtypes, conversion to tensors, descriptions
     data_structures  lists built in graph loops (TensorList), list.append, item assignment
     values           variables without a value (Undefined, MaybeDefined), ld, globals
@@ -36,6 +37,7 @@ Naming:
 - A name without a leading underscore is used by another module (or by
   transpile.api); one with it is private to its module.
 """
+from transpile.operators.arrays import MutableArray
 from transpile.operators.calls import ag_namespace, call, conversion_of, converted_function
 from transpile.operators.conditionals import graph_cond, if_exp, if_stmt
 from transpile.operators.data_structures import TensorList, list_append, set_item, share_element_specs, stacked_list
@@ -56,8 +58,8 @@ __all__ = [
     # variables
     "Undefined", "UndefinedReturn", "PartiallyDefined", "MaybeDefined", "undefined_return", "ld", "to_global",
     "ConditionallyDefinedError",
-    # lists and items
-    "TensorList", "list_append", "set_item", "stacked_list", "share_element_specs",
+    # lists, arrays and items
+    "MutableArray", "TensorList", "list_append", "set_item", "stacked_list", "share_element_specs",
     # statements and builtins
     "assert_stmt", "print_", "fstr", "fmt", "FormattedText", "range_", "enumerate_", "zip_", "GraphRange",
     "GraphEnumerate", "GraphZip", "len_", "abs_", "min_", "max_", "sum_", "int_", "float_", "bool_",

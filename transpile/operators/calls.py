@@ -18,6 +18,7 @@ from graph.node import Tensor
 from transpile import conversion
 from transpile.converters.call_trees import is_library_object
 from transpile.errors import ConversionError
+from transpile.operators.arrays import NEW_ARRAY_FUNCTIONS, new_array
 from transpile.operators.conditionals import if_exp, if_stmt
 from transpile.operators.data_structures import TensorList, list_append, set_item
 from transpile.operators.iterables import enumerate_, range_, zip_
@@ -118,7 +119,9 @@ def call(f, *args, **kwargs):
         return _stack_like(f, t, dict(kwargs))
     built = graph.ops.numpy_api.constructor_call(f, args, kwargs)  # np.zeros(n), np.float32(t), ...
     if built is not NotImplemented:
-        return built
+        return new_array(f, built, args)
+    if f in NEW_ARRAY_FUNCTIONS:  # np.zeros(3), np.copy(x): arrays the function may write in place
+        return new_array(f, f(*args, **kwargs), args)
     try:
         target = _convert_callable(f)
     except ConversionError as e:

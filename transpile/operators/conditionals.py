@@ -8,6 +8,7 @@ import graph
 from graph.errors import SourceLocation
 from graph.node import Tensor
 from transpile import conversion
+from transpile.operators.arrays import CarriedWrites
 from transpile.operators.cond_outputs import DROP, Raised, as_is, encode, mode_key, plan, restore
 from transpile.operators.data_structures import stacked_list
 from transpile.operators.encoding import fresh_containers, pack_result, replace_at, stand_in, unpack_outputs
@@ -44,13 +45,16 @@ def graph_cond(pred: Tensor, true_fn, false_fn, state, names, what: str):
     Both branches are traced; their values are compared variable by variable
     (`cond_outputs.plan`). When the true branch, traced first, was encoded
     differently from what the false branch shows is needed (a placeholder, a
-    dtype), the cond is rolled back and built again with that knowledge.
+    dtype), the cond is rolled back and built again with that knowledge. So is
+    a cond whose branches write numpy arrays made before it (MutableArrays): it
+    is built again with their contents as extra outputs.
     """
     g = graph.get_default_graph()
     anchor_effects(g)
     meta_t, meta_f = conversion.metadata_for(true_fn), conversion.metadata_for(false_fn)
     hints: dict[int, tuple] = {}  # variable index -> the true branch's mode, learned from the false branch
     token = object()
+    written = CarriedWrites(token)  # arrays made before the cond that the branches write: extra outputs
 
     def build():
         raw: dict = {}
@@ -69,7 +73,11 @@ def graph_cond(pred: Tensor, true_fn, false_fn, state, names, what: str):
             raw[side] = outs
             return outs
 
-        def true_branch():
+        def with_writes(outputs):
+            out, contents = written.traced(outputs)
+            return out + contents
+
+        def true_outputs():
             outs = run("true", true_fn)
             result = []
             for i in range(len(names)):
@@ -79,7 +87,7 @@ def graph_cond(pred: Tensor, true_fn, false_fn, state, names, what: str):
                 result.append(encode(value, mode, names[i]))
             return tuple(result)
 
-        def false_branch():
+        def false_outputs():
             outs = run("false", false_fn)
             t_outs = raw["true"]
             for i, name in enumerate(names):
@@ -92,7 +100,8 @@ def graph_cond(pred: Tensor, true_fn, false_fn, state, names, what: str):
             return tuple(encode(outs if isinstance(outs, Raised) else outs[i], p[1], names[i])
                          for i, p in enumerate(plans))
 
-        merged = graph.cond(pred, true_branch, false_branch)
+        merged = graph.cond(pred, lambda: with_writes(true_outputs), lambda: with_writes(false_outputs))
+        written.write(merged[len(names):])
         results = []
         t_outs = raw["true"]
         for i, (t_mode, f_mode, kept) in enumerate(plans):
@@ -114,6 +123,8 @@ def graph_cond(pred: Tensor, true_fn, false_fn, state, names, what: str):
         return pack_result(results, names)
 
     def adjust(changes: dict) -> None:
+        if written.learn(changes):
+            return
         hints.clear()
         hints.update(changes)
 

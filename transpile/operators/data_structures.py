@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import weakref
 
+import numpy as np
+
 import graph
 from graph.errors import GraphError
 from graph.node import Tensor
+from transpile.operators.arrays import MutableArray, set_array_item
 from transpile.operators.leaves import describe, is_tensor, is_weak
 from transpile.operators.staging import Retry, StagingError
 from transpile.operators.trace_state import trace_state
@@ -179,8 +182,10 @@ def list_append(target, value):
 def set_item(target, key, value, in_place=None):
     """`target[key] = value`; returns the target (a new tensor when the target is a tensor).
 
-    A Variable's item is assigned (`target.assign_at(key, value)`). `in_place` names a
-    target the function does not bind (a global or closure variable): it must change in place.
+    A Variable's item is assigned (`target.assign_at(key, value)`). A numpy array that gets a
+    graph value, or is written in a graph branch or loop body, becomes a MutableArray (see
+    arrays.set_array_item). `in_place` names a target the function does not bind (a global or
+    closure variable): it must change in place.
     """
     if getattr(target, "is_variable", False):
         target.assign_at(key, value)
@@ -194,5 +199,12 @@ def set_item(target, key, value, in_place=None):
         return graph.set_item(target, key, value)
     if isinstance(target, TensorList):
         raise StagingError("cannot assign an item of a list built in a graph loop; build a new list instead")
+    if isinstance(target, (np.ndarray, MutableArray)):
+        written = set_array_item(target, key, value)
+        if written is not target and in_place is not None:
+            raise StagingError(f"`{in_place}[...] = ...` writes a graph value (or, in a graph branch or loop, any "
+                               f"value) into numpy array '{in_place}', which this function does not define, so "
+                               "it cannot hold it: define the array in this function, or return the new value")
+        return written
     target[key] = value
     return target

@@ -5,6 +5,7 @@ from __future__ import annotations
 import graph
 from graph import nest
 from graph.node import Tensor
+from transpile.operators.arrays import MutableArray
 from transpile.operators.data_structures import TensorList, as_tensor_list, list_builder
 from transpile.operators.encoding import list_paths, replace_at, spec_of, value_at, zeros_like_spec
 from transpile.operators.leaves import (cast_leaves, convert_leaf, describe, is_composite, is_convertible,
@@ -25,8 +26,8 @@ from transpile.operators.values import MaybeDefined, PartiallyDefined, Undefined
 
 def initial_mode(value) -> tuple:
     """The mode a variable starts with, from its value before the loop."""
-    if isinstance(value, UndefinedReturn) or getattr(value, "is_variable", False):
-        return ("fixed",)
+    if isinstance(value, (UndefinedReturn, MutableArray)) or getattr(value, "is_variable", False):
+        return ("fixed",)  # (an array's writes are carried as the arrays the body writes: loops.py)
     if isinstance(value, Undefined):
         return ("fixed",)
     if isinstance(value, (MaybeDefined, TensorList)) or is_composite(value):
@@ -93,8 +94,9 @@ def body_output(v_in, v_out, mode, name, meta):
             return None, ("maybe", spec_of(like))
         if isinstance(v_in, list) and isinstance(v_out, list):
             return None, ("accumulate",)
-        if getattr(v_in, "is_variable", False) and is_numeric(v_out) and is_convertible(v_out):
-            return None, ("tensor", None)  # a name bound to a Variable, then to values computed from it
+        if (getattr(v_in, "is_variable", False) or isinstance(v_in, MutableArray)) and is_numeric(v_out) \
+                and is_convertible(v_out):
+            return None, ("tensor", None)  # a name bound to a Variable or array, then to values computed from it
         raise StagingError(f"{label} is {describe(v_in)} before the graph loop and changes in its body{at} "
                            f"(to {describe(v_out)}); a graph loop can only carry tensors and numbers (also in "
                            "tuples, lists and dicts)")

@@ -6,6 +6,7 @@ import numpy as np
 
 import graph
 from transpile import conversion
+from transpile.operators.arrays import CarriedWrites, journal_mark, undo_writes
 from transpile.operators.data_structures import TensorList, list_builder, stacked_list
 from transpile.operators.encoding import (builder_paths, fresh_containers, pack_result, replace_at, unpack_outputs,
                                           value_at)
@@ -61,6 +62,7 @@ def _graph_loop(cond_fn, body_fn, internal, state, names, meta, kind: str, loop_
         if inner:  # lists built by earlier loops stay lists (TensorArrays) through this one
             modes[i] = ("tensor", None, inner)
     token = object()
+    written = CarriedWrites(token)
     labels = list(names)
 
     def build():
@@ -119,12 +121,25 @@ def _graph_loop(cond_fn, body_fn, internal, state, names, meta, kind: str, loop_
             return tuple(new_internal) + tuple(v + np.int64(1) for v in vs[len(internal):n_internal]) + \
                 tuple(result)
 
+        # arrays made before the loop that its body writes are loop variables after the user's
+        n_vars = len(loop_vars)
+
+        def cond_a(*vs):
+            return written.traced(lambda: cond_w(*vs[:n_vars]), vs[n_vars:])[0]
+
+        def body_a(*vs):
+            out, contents = written.traced(lambda: body_w(*vs[:n_vars]), vs[n_vars:])
+            return out + contents
+
         context, effect_before = g.context, g.last_effect(g.context)
-        outs = graph.while_loop(cond_w, body_w, loop_vars, parallel_iterations=parallel_iterations,
-                                names=[f"<{kind} counter>"] * n_internal + [labels[i] for i in carried])
+        outs = graph.while_loop(cond_a, body_a, loop_vars + written.contents(),
+                                parallel_iterations=parallel_iterations,
+                                names=[f"<{kind} counter>"] * n_internal + [labels[i] for i in carried]
+                                + ["<an array the loop writes>"] * len(written.arrays))
         if context is not None and g.last_effect(context) is not effect_before:
             context.has_effects = True  # (as for graph.cond, see conditionals.graph_cond)
-        outs = tuple(outs)
+        written.write(outs[n_vars:])
+        outs = tuple(outs[:n_vars])
         final = full_state(outs[n_internal:])
         for i in carried:
             if modes[i][0] == "accumulate" and not isinstance(state[i], TensorList):
@@ -135,6 +150,8 @@ def _graph_loop(cond_fn, body_fn, internal, state, names, meta, kind: str, loop_
         return outs[:len(internal)], final
 
     def adjust(changes: dict) -> None:
+        if written.learn(changes):
+            return
         for i, change in changes.items():
             modes[i] = change
 
@@ -154,7 +171,7 @@ def while_stmt(loop_test, loop_body, state=(), names=()):
     """
     state, names = tuple(state), tuple(names)
     g = graph.get_default_graph()
-    checkpoint = g.checkpoint()
+    checkpoint, written_mark = g.checkpoint(), journal_mark()
     start = fresh_containers(state)
     nodes_before = len(g.nodes)
     iterations = 0
@@ -176,6 +193,7 @@ def while_stmt(loop_test, loop_body, state=(), names=()):
     finally:
         loops.remove(frame)
     g.rollback(checkpoint)
+    undo_writes(written_mark)
     meta = conversion.metadata_for(loop_body)
     where = _loop_where(meta, "while")
 
@@ -216,7 +234,7 @@ def for_stmt(iterable, loop_body, state=(), names=(), loop_test=None):
     if source is not None:
         return _graph_for(source, loop_body, state, names, loop_test, meta, where)
     g = graph.get_default_graph()
-    checkpoint = g.checkpoint()
+    checkpoint, written_mark = g.checkpoint(), journal_mark()
     start = fresh_containers(state)
     items = iter(iterable)
     nodes_before, iterations = len(g.nodes), 0
@@ -252,6 +270,7 @@ def for_stmt(iterable, loop_body, state=(), names=(), loop_test=None):
     finally:
         loops.remove(frame)
     g.rollback(checkpoint)
+    undo_writes(written_mark)
     src = RangeSource(iterable.start, iterable.stop, iterable.step)
     return _graph_for(src, loop_body, start, names, loop_test, meta, where)
 

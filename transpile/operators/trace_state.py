@@ -5,11 +5,14 @@ Generated code calls a helper with the values of the one statement it replaces
 statement reads. Some decisions need the code *around* that statement: whether
 a graph is being traced (a `print` of Python values then prints when the graph
 runs), which loops are being traced (an `append` inside a graph loop makes the
-list a TensorArray; a Python loop can be rebuilt as a graph loop), and how deep
-converted calls recurse. Passing that through every generated call would make
-generated code unreadable, so it lives here, in one `TraceState` per thread
-(threads may run converted code and trace graphs concurrently), and helpers
-reach it with `trace_state()`. It is the only per-thread state of this package.
+list a TensorArray; a Python loop can be rebuilt as a graph loop), how deep
+converted calls recurse, which arrays were written (so that a cond or loop can
+carry them, and a rollback undo them), and the Python state the trace reads
+(whose functions' globals and closures it captures). Passing that through
+every generated call would make generated code unreadable, so it lives here,
+in one `TraceState` per thread (threads may run converted code and trace
+graphs concurrently), and helpers reach it with `trace_state()`. It is the
+only per-thread state of this package.
 """
 from __future__ import annotations
 
@@ -34,6 +37,8 @@ class TraceState:
     tracing: int = 0                                          # depth of `tracing()` blocks
     loops: list[LoopFrame] = field(default_factory=list)      # innermost last
     call_depth: dict = field(default_factory=dict)            # code object -> active converted calls
+    writes: list = field(default_factory=list)                # journal of MutableArray writes (arrays.py)
+    captures: object = None                                   # the captured state of the trace being built
 
     def innermost_loop(self) -> LoopFrame | None:
         return self.loops[-1] if self.loops else None
