@@ -71,3 +71,143 @@ def nested_generator_def(x):
 ], ids=lambda v: getattr(v, "__name__", ""))
 def test_a_nested_def_keeps_its_own_return(fn, argsets):
     assert_converted_equivalent(fn, *argsets)
+
+
+def assert_same_dtype(fn, *args):
+    """The converted result has the value and the numpy dtype of the plain Python result."""
+    want, got = fn(*args), transpile.function(fn)(*args)
+    np.testing.assert_allclose(np.asarray(got), np.asarray(want))
+    assert np.asarray(got).dtype == np.asarray(want).dtype, (np.asarray(got).dtype, np.asarray(want).dtype)
+
+
+# --------------------------------------------------------------------------- lists read in the loops that append
+
+def length_read_in_an_inner_loop_before_the_append(n, m):
+    acc = []
+    s = 0
+    for j in range(n):
+        for i in range(m):
+            s = s + len(acc)
+        acc.append(0.1)
+    return s
+
+
+def list_iterated_before_its_first_append(n, x):
+    acc = []
+    for i in range(n):
+        t = 0.0
+        for e in acc:
+            t = t + e
+        acc.append(x + t)
+    return acc
+
+
+def list_indexed_by_a_tensor_in_the_branch_traced_first(n, x, left):
+    states = []
+    for i in range(n):
+        if i > 0:
+            states.append(states[left[i]] * 2.0)
+        else:
+            states.append(x)
+    return states
+
+
+def int_list_summed_before_its_append(n):
+    acc = []
+    for i in range(n):
+        s = 0
+        for e in acc:
+            s = s + e
+        acc.append(s + i)
+    return acc
+
+
+def last_state_read_before_the_append(n, x):
+    hs = []
+    h = x
+    for i in range(n):
+        if len(hs) > 0:
+            h = np.tanh(hs[-1] * 0.5 + x)
+        hs.append(h)
+    return np.stack(hs)
+
+
+@pytest.mark.parametrize("fn,argsets", [
+    (length_read_in_an_inner_loop_before_the_append, [(3, 3), (2, 4), (0, 2), (3, 0)]),
+    (list_iterated_before_its_first_append, [(3, 1.0), (1, 2.0)]),
+    (list_indexed_by_a_tensor_in_the_branch_traced_first, [(3, 1.5, np.array([0, 0, 1]))]),
+    (int_list_summed_before_its_append, [(4,), (1,)]),
+    (last_state_read_before_the_append, [(3, np.ones(2)), (1, np.ones(2))]),
+], ids=lambda v: getattr(v, "__name__", ""))
+def test_a_list_read_in_the_loop_that_appends_to_it(fn, argsets):
+    assert_converted_equivalent(fn, *argsets)
+
+
+@pytest.mark.filterwarnings("error")
+def test_the_element_dtype_of_a_list_read_before_its_first_append_is_python_s():
+    assert_same_dtype(list_iterated_before_its_first_append, 3, np.float32(1.0))
+    assert_same_dtype(int_list_summed_before_its_append, 4)
+    assert_same_dtype(last_state_read_before_the_append, 3, np.ones(2, np.float32))
+
+
+# --------------------------------------------------------------------------- weak Python numbers in graph loops
+
+def int_accumulating_floats_in_nested_loops(n, x):
+    s = 0
+    for i in range(n):
+        s = s + 1
+        for j in range(n):
+            s = s + x * 0.5
+    return s
+
+
+def float_variable_assigned_a_python_int(n, x):
+    d = x
+    for i in range(n):
+        d = 0
+    return d
+
+
+def float_sum_of_float32_items(n, v):
+    s = 0.0
+    for i in range(n):
+        s = s + v[i]
+    return s
+
+
+def float_sum_over_float32_array(v):
+    s = 0.0
+    for e in v:
+        s += e
+    return s
+
+
+def float_sum_in_nested_loops(n, v):
+    s = 0.0
+    for i in range(n):
+        for j in range(n):
+            s = s + v[j]
+    return s
+
+
+def int_sum_under_a_condition(n, v):
+    s = 0
+    for i in range(n):
+        if v[i] > 0:
+            s = s + v[i]
+    return s
+
+
+@pytest.mark.parametrize("fn,argsets", [
+    (int_accumulating_floats_in_nested_loops, [(3, 1.0), (0, 1.0)]),
+    (float_variable_assigned_a_python_int, [(3, 1.5), (0, 1.5)]),
+    (float_sum_of_float32_items, [(3, np.ones(3, np.float32))]),
+    (float_sum_over_float32_array, [(np.arange(3, dtype=np.float32),)]),
+    (float_sum_in_nested_loops, [(2, np.arange(3, dtype=np.float32))]),
+    (int_sum_under_a_condition, [(3, np.array([1.0, -1.0, 2.0], np.float32))]),
+], ids=lambda v: getattr(v, "__name__", ""))
+@pytest.mark.filterwarnings("error")
+def test_python_numbers_are_weak_in_graph_loops(fn, argsets):
+    assert_converted_equivalent(fn, *argsets)
+    if fn is not float_variable_assigned_a_python_int:  # (Python's 0 takes the variable's float64: 0.0)
+        assert_same_dtype(fn, *argsets[0])  # (a loop that runs zero times leaves Python's number as it was)

@@ -12,7 +12,7 @@ from transpile.operators.encoding import (LIST_HANDLE, builder_paths, list_paths
                                           value_at, zeros_like_spec)
 from transpile.operators.leaves import (cast_leaves, describe, has_graph_values, is_composite, is_convertible,
                                         is_numeric, is_weak, leaf_dtype, same_leaves, variable_label)
-from transpile.operators.staging import Promote, StagingError, warn_at_user_line
+from transpile.operators.staging import Promote, StagingError, learn_weak_numbers_first, warn_at_user_line
 from transpile.operators.trace_state import trace_state
 from transpile.operators.values import MaybeDefined, PartiallyDefined, Undefined, UndefinedReturn, one_sided_message
 
@@ -194,6 +194,7 @@ def _join_dtypes(da, db, weak_a, weak_b, label, in_a, in_b, where):
     joined = np.result_type(da, db)
     if weak_a and weak_b:
         return joined
+    learn_weak_numbers_first()  # a side may be a Python number an enclosing loop carries at its default dtype
     if da.kind == "b" or db.kind == "b":
         raise StagingError(f"{label} has dtype {da}{in_a} and {db}{in_b}{where}; cast one of them so that "
                            "both agree")

@@ -7,41 +7,108 @@ import weakref
 import numpy as np
 
 import graph
+from graph import nest
 from graph.errors import GraphError
 from graph.node import Tensor
 from transpile.operators.arrays import MutableArray, set_array_item
-from transpile.operators.leaves import describe, is_tensor, is_weak
+from transpile.operators.leaves import describe, is_tensor, is_weak, leaf_dtype
 from transpile.operators.staging import Retry, StagingError
 from transpile.operators.trace_state import trace_state
 
 
-class TensorList:
-    """A Python list appended to in a graph loop: a TensorArray that behaves like the list."""
+class ElementsUnknown(BaseException):
+    """A list built in a graph loop is read before anything was appended to it while the loop is traced:
+    the loop that carries it infers the element dtype from its appends and is built again (never seen
+    by user code; a BaseException, so that user code's `except Exception` cannot swallow it)."""
 
-    def __init__(self, array):
+    def __init__(self, spec):
+        super().__init__("internal: infer a list's element dtype from its appends")
+        self.spec = spec
+
+
+class ElementProbe:
+    """One attempt at building the graph loop that carries a list read before its first append.
+
+    The reads see stand-in elements of dtype `guess`; an append of a value computed from a
+    stand-in records its dtype here instead of writing it, so that a guess never decides the
+    element dtype when another append (of a value that does not depend on the guess) does.
+    """
+
+    def __init__(self, guess):
+        self.guess = guess
+        self.stand_ins: set = set()   # nodes of the stand-in elements
+        self.appended: list = []      # dtypes of the appended values computed from stand-ins
+
+    def stand_in(self) -> Tensor:
+        t = graph.placeholder(self.guess, None, name="element_before_first_append")
+        self.stand_ins.add(t.node)
+        return t
+
+    def depends_on_stand_ins(self, value) -> bool:
+        todo = [t.node for t in nest.flatten(value) if isinstance(t, Tensor)]
+        seen = set()
+        while todo:
+            node = todo.pop()
+            if node in self.stand_ins:
+                return True
+            if node in seen:
+                continue
+            seen.add(node)
+            todo.extend(t.node for t in node.inputs)
+            todo.extend(node.control_inputs)
+        return False
+
+
+class TensorList:
+    """A Python list appended to in a graph loop: a TensorArray that behaves like the list.
+
+    `probe` is set while its loop is built to infer the element dtype (see ElementProbe).
+    """
+
+    def __init__(self, array, probe: ElementProbe | None = None):
         self.array = array
+        self.probe = probe
 
     @classmethod
-    def from_list(cls, items, name: str = "list"):
-        ta = graph.TensorArray(name=name)
+    def from_list(cls, items, name: str = "list", dtype=None, probe: ElementProbe | None = None):
+        ta = graph.TensorArray(dtype, name=name)
         for i, v in enumerate(items):
             ta = ta.write(i, v)
-        return cls(ta)
+        return cls(ta, probe)
 
     def _flat_tensors(self):
         return self.array._flat_tensors()
 
     def _with_flat_tensors(self, tensors):
-        return TensorList(self.array._with_flat_tensors(tensors))
+        return TensorList(self.array._with_flat_tensors(tensors), self.probe)
 
     def append(self, value) -> "TensorList":
-        return TensorList(self.array.write(self.array.size(), value))
+        if self.probe is not None and self.array.dtype is None and self.probe.depends_on_stand_ins(value):
+            self.probe.appended.append(leaf_dtype(nest.flatten(value)[0]))
+            return self
+        return TensorList(self.array.write(self.array.size(), value), self.probe)
 
     def size(self) -> Tensor:
         return self.array.size()
 
+    def read(self, index) -> Tensor:
+        """`lst[index]` for an index in range."""
+        if self.array.dtype is None:
+            return self._element_before_first_append()
+        return self.array.read(index)
+
     def stack(self) -> Tensor:
+        if self.array.dtype is None:
+            return graph.expand_dims(self._element_before_first_append(), 0)
         return self.array.stack()
+
+    def _element_before_first_append(self) -> Tensor:
+        if self.probe is not None:
+            return self.probe.stand_in()
+        if any(not frame.promotable for frame in trace_state().loops):
+            raise ElementsUnknown(self.array._spec)  # a graph loop being traced infers the dtype
+        raise StagingError(f"list '{self.array._spec.name}' is read before anything is appended to it, so the "
+                           "dtype of its elements is unknown; append to it before reading it")
 
     def __getitem__(self, index):
         if isinstance(index, slice):
@@ -49,7 +116,7 @@ class TensorList:
         if is_weak(index) and index < 0 or is_tensor(index):
             index = graph.where(index < 0, self.size() + index, index) if is_tensor(index) else \
                 self.size() + index
-        return self.array.read(index)
+        return self.read(index)
 
     def __repr__(self) -> str:
         return f"<TensorList {self.array!r}>"

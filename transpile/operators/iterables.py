@@ -137,7 +137,7 @@ class TensorSource(Source):
 
 class ArraySource(Source):
     def __init__(self, array):
-        self.array = array.array if isinstance(array, TensorList) else array
+        self.array = array  # a TensorArray, or a TensorList (a list built in a graph loop)
 
     def n(self):
         return self.array.size()

@@ -2,11 +2,15 @@
 variable it becomes, and what tracing the body shows must change before the loop is built again."""
 from __future__ import annotations
 
+from dataclasses import dataclass
+
+import numpy as np
+
 import graph
 from graph import nest
 from graph.node import Tensor
 from transpile.operators.arrays import MutableArray
-from transpile.operators.data_structures import TensorList, as_tensor_list, list_builder
+from transpile.operators.data_structures import ElementProbe, TensorList, as_tensor_list, list_builder
 from transpile.operators.encoding import list_paths, replace_at, spec_of, value_at, zeros_like_spec
 from transpile.operators.leaves import (cast_leaves, convert_leaf, describe, is_composite, is_convertible,
                                         is_flat_numeric_list, is_numeric, is_weak, leaf_dtype, same_leaves,
@@ -22,6 +26,64 @@ from transpile.operators.values import MaybeDefined, PartiallyDefined, Undefined
 #   ("maybe", spec)           a MaybeDefined: first assigned in the body, undefined if the loop runs zero times
 #   ("zeros", spec)           the return value, a placeholder of this spec until the body returns
 #   ("accumulate",)           a Python list appended to in the body, as a TensorList
+#   ("accumulate", inference) the same, for a list the body reads before its first append (ElementInference)
+
+
+# The dtypes that reads of a list see, one attempt each, before its element dtype is known: the weakest
+# integer and the weakest float, so that a value computed from them takes the dtype of whatever else
+# it is computed from, as a value computed from an empty list's (absent) elements does in Python.
+_ELEMENT_GUESSES = (np.dtype(np.int8), np.dtype(np.float16))
+
+
+@dataclass(frozen=True)
+class ElementInference:
+    """The element dtype of a list that a graph loop reads before appending to it, inferred from the
+    appends (the loop is built once per guess, then with the dtype found).
+
+    Python's list holds what the first append gives it, and in the first iteration a read of the
+    empty list contributes nothing to it. So: an append of a value that does not depend on the reads
+    gives the dtype directly; when every append depends on them, each guess in `_ELEMENT_GUESSES`
+    gives a dtype, and the smallest of those (the one the others promote from) is the list's.
+    """
+
+    guesses: tuple = _ELEMENT_GUESSES   # this attempt's guess first
+    found: tuple = ()                   # the dtype appended under each earlier guess
+    dtype: object = None                # the inferred dtype, once known
+
+    def probe(self) -> ElementProbe | None:
+        return None if self.dtype is not None else ElementProbe(self.guesses[0])
+
+    def after(self, probe: ElementProbe, learned) -> "ElementInference":
+        """What the next attempt does, after one whose appends taught the list `learned` (a dtype,
+        or None) and recorded `probe.appended`."""
+        if learned is not None:  # an append that does not depend on the reads
+            return ElementInference(dtype=learned)
+        if not probe.appended:
+            return self.failed()
+        found = self.found + (np.result_type(*probe.appended),)
+        if len(self.guesses) > 1:
+            return ElementInference(self.guesses[1:], found)
+        return ElementInference(dtype=_smallest(found))
+
+    def failed(self) -> "ElementInference":
+        """The next attempt after one that failed under this guess."""
+        if len(self.guesses) > 1:
+            return ElementInference(self.guesses[1:], self.found)
+        if self.found:
+            return ElementInference(dtype=_smallest(self.found))
+        return ElementInference((), self.found)  # no guess is left: the last failure is the error
+
+    @property
+    def exhausted(self) -> bool:
+        return self.dtype is None and not self.guesses
+
+
+def _smallest(dtypes):
+    """The dtype that each of the others promotes from (else their common promotion)."""
+    for d in dtypes:
+        if all(np.result_type(d, other) == other for other in dtypes):
+            return d
+    return np.result_type(*dtypes)
 
 
 def initial_mode(value) -> tuple:
@@ -57,7 +119,10 @@ def initial_value(value, mode, name, where):
     if kind == "zeros":
         return zeros_like_spec(mode[1], "the return value")
     if kind == "accumulate":
-        return list_builder(value) or TensorList.from_list(value, name=name)
+        inference = mode[1] if len(mode) > 1 else None
+        if inference is None:
+            return list_builder(value) or TensorList.from_list(value, name=name)
+        return TensorList.from_list(value, name=name, dtype=inference.dtype, probe=inference.probe())
     raise AssertionError(kind)
 
 
@@ -148,17 +213,30 @@ def body_output(v_in, v_out, mode, name, meta):
         if not is_numeric(b) or not is_convertible(b):
             raise StagingError(f"{label} becomes {describe(b)} in the graph loop body{at}; a graph loop can "
                                "only carry tensors and numbers")
+        if is_weak(b) and isinstance(a, Tensor) and np.result_type(b, a.dtype) == a.dtype:
+            b = convert_leaf(b, a.dtype)  # a Python number takes the loop variable's dtype, as with an array
         new.append(b)
     return nest.pack_as(v_out, new), None
 
 
-def weak_fixups(init_state, modes, loop_vars, outs) -> dict:
-    """Loop variables that started as Python numbers and come back with another dtype.
+def weak_probes(init_state, modes) -> dict:
+    """The changes that trace the variables holding Python numbers as numbers, for those whose dtype
+    the loop has not learned yet (carried at their default dtype so far)."""
+    return {i: ("probe",) for i, (v0, mode) in enumerate(zip(init_state, modes, strict=True))
+            if mode == ("tensor", None) and is_weak(v0)}
+
+
+def weak_fixups(init_state, modes, loop_vars, outs, first_body_node: int) -> dict:
+    """Loop variables that started as Python numbers and may need another dtype.
 
     Under numpy's rules a Python number is "weak": `0 + float32` is float32.
-    Such a variable is traced once more as a plain Python number ("probe"),
-    which gives the dtype Python would end up with; the loop then starts it
-    with that dtype.
+    Carried at its default dtype (int64, float64), such a variable can come
+    back with another dtype, or keep one that Python would not give it (a
+    float64 `s = 0.0` that the body adds float32 values to: a dtype its new
+    value is computed from would win over the number). It is then traced once
+    more as a plain Python number ("probe"), which gives the dtype Python would
+    end up with; the loop starts it with that. `first_body_node` is the id of
+    the body's first graph node.
     """
     changes = {}
     for i, (v0, mode) in enumerate(zip(init_state, modes, strict=True)):
@@ -166,6 +244,31 @@ def weak_fixups(init_state, modes, loop_vars, outs) -> dict:
             continue
         before, after = loop_vars[i], outs[i]
         dtype = leaf_dtype(after)
-        if isinstance(before, Tensor) and dtype is not None and dtype != before.dtype:
+        if not isinstance(before, Tensor) or dtype is None:
+            continue
+        if dtype != before.dtype or any(np.result_type(v0, d) != np.result_type(before.dtype, d)
+                                        for d in _computed_from(after, first_body_node)):
             changes[i] = ("probe",)
     return changes
+
+
+def _computed_from(value, first_node: int) -> set:
+    """The dtypes of the tensors, among graph nodes from id `first_node` on, that `value` is computed from."""
+    todo = [value.node] if isinstance(value, Tensor) else []
+    seen, dtypes = set(), set()
+    while todo:
+        node = todo.pop()
+        if node.id < first_node or node.id in seen:
+            continue
+        seen.add(node.id)
+        dtypes.update(t.dtype for t in node.outputs if isinstance(t.dtype, np.dtype))
+        todo.extend(t.node for t in node.inputs)
+    return dtypes
+
+
+def dtype_changed(before, after) -> bool:
+    """Whether a carried value comes back from the body with a leaf of another dtype."""
+    for a, b in zip(nest.flatten(before), nest.flatten(after)):
+        if isinstance(a, Tensor) and leaf_dtype(b) is not None and leaf_dtype(b) != a.dtype:
+            return True
+    return False

@@ -7,15 +7,16 @@ import numpy as np
 import graph
 from transpile import conversion
 from transpile.operators.arrays import CarriedWrites, journal_mark, undo_writes
-from transpile.operators.data_structures import TensorList, list_builder, stacked_list
+from transpile.operators.data_structures import ElementsUnknown, TensorList, list_builder, stacked_list
 from transpile.operators.encoding import (builder_paths, fresh_containers, pack_result, replace_at, unpack_outputs,
                                           value_at)
 from transpile.operators.iterables import RangeSource, Source, graph_source
 from transpile.operators.leaves import describe, is_convertible, is_tensor, variable_label
-from transpile.operators.loop_vars import body_output, initial_mode, initial_value, weak_fixups
+from transpile.operators.loop_vars import (ElementInference, body_output, dtype_changed, initial_mode, initial_value,
+                                          weak_fixups, weak_probes)
 from transpile.operators.staging import (Promote, Retry, StagingError, anchor_effects, build_until_settled,
-                                         predicate, warn_at_user_line)
-from transpile.operators.trace_state import LoopFrame, trace_state
+                                         learn_weak_numbers_first, predicate, warn_at_user_line)
+from transpile.operators.trace_state import LoopFrame, trace_state, trial_build
 
 _UNROLL_WARNING_ITERATIONS = 1000
 _warned_unrolled: set = set()  # code objects of loop bodies already warned about
@@ -85,22 +86,57 @@ def _graph_loop(cond_fn, body_fn, internal, state, names, meta, kind: str, loop_
                 current[i] = v
             return current
 
+        def probing() -> dict:
+            """The carried lists whose element dtype this attempt infers: index -> ElementProbe."""
+            return {i: init[i].probe for i in carried if modes[i][0] == "accumulate" and len(modes[i]) > 1
+                    and init[i].probe is not None}
+
+        def traced(fn, current, *args):
+            """`fn(*args)`, asking for a rebuild when it reads a carried list before its first append."""
+            try:
+                with trial_build(bool(probing())):
+                    return fn(*args)
+            except ElementsUnknown as e:
+                i = next((i for i in carried if modes[i] == ("accumulate",) and isinstance(state[i], list)
+                          and isinstance(current[i], TensorList) and current[i].array._spec is e.spec), None)
+                if i is not None:
+                    raise Retry(token, {i: ("accumulate", ElementInference())}) from None
+                if any(not frame.promotable for frame in trace_state().loops):
+                    raise  # a list an outer graph loop carries
+                raise StagingError(f"list '{e.spec.name}' is read in {loop_where.split(',')[0]} before anything "
+                                   "is appended to it, and the loop cannot carry it as a list; append to it "
+                                   "before reading it") from None
+            except Exception:
+                guessing = probing()
+                if not guessing:
+                    raise
+                changes = {i: ("accumulate", modes[i][1].failed()) for i in guessing}
+                if any(change[1].exhausted for change in changes.values()):
+                    raise  # no dtype makes the body work: the error is the user's
+                raise Retry(token, changes) from None
+
         def cond_w(*vs):
             current = full_state(vs[n_internal:])
-            return cond_fn(vs[:len(internal)], current)
+            return traced(cond_fn, current, vs[:len(internal)], current)
 
         def body_w(*vs):
             current = full_state(vs[n_internal:])
             lists = {id(v): i for i, v in enumerate(current) if isinstance(v, list)}
             lengths = {i: len(v) for i, v in enumerate(current) if isinstance(v, list)}
             loops = trace_state().loops
-            frame = LoopFrame(token, lists)
+            probes = weak_probes(state, modes)
+            frame = LoopFrame(token, lists, weak_probes=probes)
             loops.append(frame)
+            nodes_before = len(g.nodes)
             try:
-                new_internal, out = body_fn(vs[:len(internal)], current)
+                new_internal, out = traced(body_fn, current, vs[:len(internal)], current)
             finally:
                 loops.remove(frame)
             out = unpack_outputs(out, names)
+            guessing = probing()
+            if guessing:  # an attempt to learn element dtypes only: the loop is built again
+                raise Retry(token, {i: ("accumulate", modes[i][1].after(probe, init[i].array.dtype))
+                                    for i, probe in guessing.items()})
             changes, result = {}, []
             for i, n in lengths.items():
                 if out[i] is current[i] and len(out[i]) != n:  # appended in place (not via list_append)
@@ -115,7 +151,13 @@ def _graph_loop(cond_fn, body_fn, internal, state, names, meta, kind: str, loop_
                 elif modes[i][0] not in ("fixed", "probe"):
                     result.append(value)
                     seen_outs[i] = value
-            changes.update(weak_fixups(state, modes, init, seen_outs))
+            changes.update(weak_fixups(state, modes, init, seen_outs, nodes_before))
+            if not changes and any(dtype_changed(init[i], v) for i, v in seen_outs.items()):
+                # about to fail on a dtype change: it may come from a Python number carried at its
+                # default dtype, in this loop or an enclosing one
+                if probes:
+                    raise Retry(token, probes)
+                learn_weak_numbers_first()
             if changes:
                 raise Retry(token, changes)
             return tuple(new_internal) + tuple(v + np.int64(1) for v in vs[len(internal):n_internal]) + \

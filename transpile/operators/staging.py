@@ -10,6 +10,7 @@ import numpy as np
 import graph
 from graph.errors import GraphError, user_location
 from graph.node import Tensor
+from transpile.operators.trace_state import trace_state
 
 T = TypeVar("T")
 
@@ -40,6 +41,16 @@ class Promote(BaseException):
     def __init__(self, token):
         super().__init__("internal: make a Python loop a graph loop")
         self.token = token
+
+
+def learn_weak_numbers_first() -> None:
+    """Before a dtype conflict met in a graph loop body is reported: raises Retry for the innermost
+    graph loop being traced whose Python-number variables' dtypes are not learned yet, so that it is
+    built again with them traced as numbers (carried at their default dtype, `s = 0` is an int64
+    where Python's 0 would take a float's dtype). Returns when there is none."""
+    for frame in reversed(trace_state().loops):
+        if frame.weak_probes:
+            raise Retry(frame.token, dict(frame.weak_probes))
 
 
 def build_until_settled(build: Callable[[], T], adjust: Callable[[dict], None], token, failure: str) -> T:
@@ -111,7 +122,10 @@ _warning_registry: dict = {}
 
 
 def warn_at_user_line(message: str) -> None:
-    """A UserWarning attributed to the user's line that is being traced (not to this package)."""
+    """A UserWarning attributed to the user's line that is being traced (not to this package); none
+    while building code that is thrown away (`trace_state.trial_build`)."""
+    if trace_state().trial_builds:
+        return
     loc = user_location()
     if loc is None:
         warnings.warn(message, stacklevel=2)

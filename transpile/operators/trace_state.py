@@ -23,11 +23,17 @@ from dataclasses import dataclass, field
 @dataclass(eq=False, slots=True)
 class LoopFrame:
     """A loop being traced: a graph loop's body (with the Python lists it carries, for
-    list.append), or a Python loop that could become a graph loop (`promotable`)."""
+    list.append), or a Python loop that could become a graph loop (`promotable`).
+
+    `weak_probes` are the changes that make the graph loop trace its variables that hold Python
+    numbers as numbers, while their dtype is not learned yet (empty once it is): a dtype conflict
+    in its body may come from one of them being carried at its default dtype.
+    """
 
     token: object
     lists: dict = field(default_factory=dict)  # id(list object) -> index of the loop variable
     promotable: bool = False
+    weak_probes: dict = field(default_factory=dict)
 
 
 @dataclass(eq=False, slots=True)
@@ -39,6 +45,7 @@ class TraceState:
     call_depth: dict = field(default_factory=dict)            # code object -> active converted calls
     writes: list = field(default_factory=list)                # journal of MutableArray writes (arrays.py)
     captures: object = None                                   # the captured state of the trace being built
+    trial_builds: int = 0                                     # depth of builds thrown away whatever happens
 
     def innermost_loop(self) -> LoopFrame | None:
         return self.loops[-1] if self.loops else None
@@ -68,3 +75,19 @@ class tracing:
 
     def __exit__(self, *exc) -> None:
         trace_state().tracing -= 1
+
+
+class trial_build:
+    """Marks the building of graph code that is thrown away whatever happens (an attempt that only
+    learns something, e.g. a list's element dtype under a guess): warnings it raises are not shown."""
+
+    def __init__(self, active: bool = True):
+        self.active = active
+
+    def __enter__(self) -> None:
+        if self.active:
+            trace_state().trial_builds += 1
+
+    def __exit__(self, *exc) -> None:
+        if self.active:
+            trace_state().trial_builds -= 1
