@@ -16,7 +16,7 @@ import contextlib
 import itertools
 import threading
 from dataclasses import dataclass
-from typing import Any, Iterable, Iterator, Sequence
+from typing import Any, Collection, Iterable, Iterator, Sequence
 
 from graph import dtypes as _dt
 from graph import printing
@@ -273,12 +273,13 @@ class Graph:
 
     # -- printing and checks ----------------------------------------------------------------
     def __str__(self) -> str:
-        """One line per node: `%name = Op[attrs](%input, ^control) : types @frame`."""
+        """One line per node: `%name = Op[attrs](%input, ^control) : types @frame  # file.py:line`."""
         return printing.format_graph(self)
 
-    def to_dot(self, show_types: bool = True) -> str:
-        """Graphviz source; loop frames and cond branches are nested clusters."""
-        return printing.to_dot(self, show_types=show_types)
+    def to_dot(self, show_types: bool = True, expand: bool | Collection[str] = False) -> str:
+        """Graphviz source. Each loop and cond is one box labelled with the user's line that built it;
+        `expand=True` (or the file:line or frame names of some) draws their bodies as nested clusters."""
+        return printing.to_dot(self, show_types=show_types, expand=expand)
 
     def validate(self) -> None:
         """Raises GraphError listing what is structurally wrong (frames, back edges, dangling inputs)."""

@@ -21,6 +21,11 @@ class SourceLocation:
     def __str__(self) -> str:
         return f"{self.filename}:{self.lineno}"
 
+    @property
+    def short(self) -> str:
+        """`file.py:12`: the file's base name and the line, for listings and drawings."""
+        return f"{os.path.basename(self.filename)}:{self.lineno}"
+
 
 def register_internal_file(filename: str) -> None:
     """Marks a file as internal so that locations skip it (e.g. generated helpers)."""

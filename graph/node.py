@@ -8,6 +8,7 @@ not import them.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 from graph import shapes as _sh
@@ -147,6 +148,23 @@ class Node:
 
 # --------------------------------------------------------------------------- control-flow contexts
 
+@dataclass(frozen=True, slots=True)
+class DotCluster:
+    """How `Graph.to_dot()` draws one control-flow context.
+
+    The two branches of a cond are one construct, drawn as one box (collapsed) or
+    one cluster holding a sub-cluster per branch (`part`); a loop is one construct
+    with no parts.
+    """
+
+    construct: object                 # shared by the contexts of one loop or cond
+    kind: str                         # "while", "gradients/while_grad", "cond": the construct's name
+    location: SourceLocation | None   # the user's line that built the construct
+    color: str
+    part: str = ""                    # this context's sub-cluster inside the construct ("true", "false")
+    part_color: str = ""
+
+
 class ControlFlowContext(Protocol):
     """A cond branch or a while loop body: where nodes are built (`Graph.context`) and live (`Node.context`).
 
@@ -194,8 +212,8 @@ class ControlFlowContext(Protocol):
         """Where this is, in the user's terms ("the true branch of the cond at f.py:3")."""
         ...
 
-    def dot_cluster(self) -> tuple[str, str]:
-        """The label and colour of the cluster that draws this context in `Graph.to_dot()`."""
+    def dot_cluster(self) -> DotCluster:
+        """How `Graph.to_dot()` draws this context: the construct it belongs to, its label and colour."""
         ...
 
 

@@ -5,10 +5,16 @@ to give Graph its `__str__` and `to_dot`.
 """
 from __future__ import annotations
 
+import itertools
+import linecache
+from collections.abc import Collection
+from dataclasses import dataclass
+
 import numpy as np
 
 from graph import shapes as _sh
-from graph.node import Node
+from graph.errors import SourceLocation
+from graph.node import DotCluster, Node
 
 _HIDDEN_ATTRS = {"dtype", "spec"}
 
@@ -47,12 +53,14 @@ def _type(t) -> str:
 
 
 def format_node(node: Node) -> str:
-    """`%name = Op[attrs](%input:port, ^control) : types @frame`."""
+    """`%name = Op[attrs](%input:port, ^control) : types @frame  # file.py:line`, the line being the
+    user's line that built the node."""
     args = [_ref(t) for t in node.inputs] + [f"^{c.name}" for c in node.control_inputs]
     outs = ", ".join(_type(t) for t in node.outputs)
     frame = node.frame
     where = f" @{frame.frame_name}" if frame is not None else ""
-    return f"%{node.name} = {node.op}{_attrs(node)}({', '.join(args)}) : {outs or '()'}{where}"
+    line = f"  # {node.source.short}" if node.source is not None else ""
+    return f"%{node.name} = {node.op}{_attrs(node)}({', '.join(args)}) : {outs or '()'}{where}{line}"
 
 
 def format_graph(graph) -> str:
@@ -64,52 +72,214 @@ def format_graph(graph) -> str:
 
 _FILL = {"Switch": "#f9d5a7", "Merge": "#f9d5a7", "Enter": "#c6e2ff", "Exit": "#c6e2ff",
          "NextIteration": "#c6e2ff", "LoopCond": "#c6e2ff", "Const": "#eeeeee", "Placeholder": "#d8f0d0"}
+_CODE_WIDTH = 60  # characters of the user's line shown in a label
 
 
 def _q(s: str) -> str:
-    return '"' + s.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    return '"' + s.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
 
 
-def to_dot(graph, show_types: bool = True) -> str:
-    """Graphviz source: loop frames and cond branches are drawn as nested clusters."""
-    children: dict[int, list] = {}
-    members: dict[int, list] = {}
-    contexts: dict[int, object] = {}
-    for n in graph.nodes:
-        ctx = n.context
-        # Enter belongs inside its loop; Exit outside. Draw each node in its own context.
-        members.setdefault(id(ctx), []).append(n)
-        while ctx is not None and id(ctx) not in contexts:
-            contexts[id(ctx)] = ctx
-            children.setdefault(id(ctx.outer), []).append(ctx)
+def _line_title(loc: SourceLocation) -> str:
+    """`rnn.py:123` and, on a second line, the code on that line."""
+    title = loc.short
+    code = linecache.getline(loc.filename, loc.lineno).strip()
+    if len(code) > _CODE_WIDTH:
+        code = code[:_CODE_WIDTH - 3] + "..."
+    return title + (f"\n{code}" if code else "")
+
+
+def construct_title(style: DotCluster) -> str:
+    """`while  rnn.py:123` and the code on that line: what a loop's or cond's cluster says."""
+    return f"{style.kind}  {_line_title(style.location)}" if style.location is not None else style.kind
+
+
+@dataclass(frozen=True, slots=True)
+class _Box:
+    """One box standing for several nodes: a collapsed loop or cond, or the ops one user line built."""
+
+    key: tuple
+    label: str
+    color: str
+    shape: str
+
+
+class _Layout:
+    """Where each node is drawn: inside which clusters, and as itself or as part of which box."""
+
+    def __init__(self, graph, expand: bool | Collection[str]):
+        self._expand = expand
+        self._styles: dict[int, DotCluster] = {}
+        self.construct_style: dict[int, DotCluster] = {}
+        self.part_color: dict[tuple[int, str], str] = {}
+        # per node: the (construct, part) levels around it, outermost first
+        self.chain: dict[Node, tuple] = {n: self._context_chain(n.context) for n in graph.nodes}
+        self._adopt_plumbing(graph)
+        # a construct named by `expand` is opened with the constructs around it
+        self._open: set[int] = set()
+        for chain in self.chain.values():
+            for k, (construct, _) in enumerate(chain):
+                style = self.construct_style[id(construct)]
+                if self._expanded(style.location, style.kind):
+                    self._open.update(id(c) for c, _ in chain[:k + 1])
+
+    def _style(self, ctx) -> DotCluster:
+        style = self._styles.get(id(ctx))
+        if style is None:
+            style = self._styles[id(ctx)] = ctx.dot_cluster()
+            self.construct_style.setdefault(id(style.construct), style)
+            if style.part:
+                self.part_color[id(style.construct), style.part] = style.part_color
+        return style
+
+    def _context_chain(self, ctx) -> tuple:
+        chain = []
+        while ctx is not None:
+            style = self._style(ctx)
+            chain.append((style.construct, style.part))
             ctx = ctx.outer
-    lines = ["digraph G {", "  compound=true; rankdir=TB;",
-             '  node [shape=box, style="rounded,filled", fillcolor=white, fontname="Helvetica", fontsize=10];']
+        return tuple(reversed(chain))
 
-    def emit(ctx, indent: str) -> None:
-        for n in members.get(id(ctx), []):
-            label = f"{n.name}\\n{n.op}"
-            if show_types and n.outputs:
-                label += "\\n" + ", ".join(_type(t) for t in n.outputs)
-            lines.append(f"{indent}{_q(n.name)} [label={_q(label).replace(chr(92) * 2 + 'n', chr(92) + 'n')}, "
-                         f"fillcolor={_q(_FILL.get(n.op, 'white'))}];")
-        for child in children.get(id(ctx), []):
-            title, color = child.dot_cluster()
-            lines.append(f"{indent}subgraph cluster_{id(child)} {{")
-            lines.append(f"{indent}  label={_q(title)}; color={_q(color)}; style=rounded; fontsize=10;")
-            emit(child, indent + "  ")
-            lines.append(f"{indent}}}")
+    def _adopt_plumbing(self, graph) -> None:
+        """Draws a construct's plumbing that lives in the context around it inside it: a loop's Exits,
+        a cond's Merges (all inputs from the construct) and Switches (all consumers in it)."""
+        consumers: dict[Node, list[Node]] = {}
+        for n in graph.nodes:
+            for t in n.inputs:
+                consumers.setdefault(t.node, []).append(n)
+        for op, neighbours in (("Exit", lambda n: [t.node for t in n.inputs]),
+                               ("Merge", lambda n: [t.node for t in n.inputs]),
+                               ("Switch", lambda n: consumers.get(n, []))):
+            for n in graph.nodes:
+                if n.op == op:
+                    inner = self._common_child(self.chain[n], [self.chain[m] for m in neighbours(n)])
+                    if inner is not None:
+                        self.chain[n] = self.chain[n] + ((inner, ""),)
 
-    emit(None, "  ")
+    @staticmethod
+    def _common_child(own: tuple, others: list[tuple]):
+        """The construct directly inside `own` that all of `others` are in, if there is one."""
+        depth = len(own)
+        inside = [c[depth][0] for c in others if len(c) > depth and c[:depth] == own]
+        if not inside or len(inside) != len(others) or any(c is not inside[0] for c in inside):
+            return None
+        return inside[0]
+
+    def _expanded(self, loc: SourceLocation | None, *names: str) -> bool:
+        if isinstance(self._expand, bool):
+            return self._expand
+        wanted = set(names) | ({loc.short, str(loc)} if loc is not None else set())
+        return not wanted.isdisjoint(self._expand)
+
+    def place(self, n: Node) -> tuple[tuple, _Box | None]:
+        """The cluster levels `n` is drawn in, and the box that stands for it (None: drawn itself)."""
+        levels = []
+        for construct, part in self.chain[n]:
+            if id(construct) not in self._open:
+                style = self.construct_style[id(construct)]
+                return tuple(levels), _Box(("construct", id(construct)), construct_title(style), style.color, "box3d")
+            levels.append(("construct", id(construct)))
+            if part:
+                levels.append(("part", id(construct), part))
+        # outside an expanded construct, the ops of one user line are one box; inputs keep their names
+        if n.source is not None and n.op != "Placeholder" and not self._expanded(n.source):
+            key = ("line", tuple(levels), n.source.filename, n.source.lineno)
+            return tuple(levels), _Box(key, _line_title(n.source), "#888888", "box")
+        return tuple(levels), None
+
+    def level_label(self, level: tuple) -> tuple[str, str]:
+        """The label and colour of a cluster level."""
+        style = self.construct_style[level[1]]
+        if level[0] == "construct":
+            return construct_title(style), style.color
+        return f"{level[2]} branch", self.part_color[level[1:]]
+
+
+def to_dot(graph, show_types: bool = True, expand: bool | Collection[str] = False) -> str:
+    """Graphviz source of `graph`.
+
+    By default a model's picture shows its structure: each loop and cond is one box
+    labelled with what built it (the user's file:line and the code on it), and the
+    other ops are one box per user line, each box saying how many ops it stands for;
+    placeholders are drawn with their names. `expand=True` draws every op, with loop
+    bodies and cond branches as nested clusters; a collection of names expands only
+    what was built by the lines it names (`"rnn.py:123"`, or the full path) and the
+    loops it names by frame (`"while_1"`), with the loops and conds around them: an
+    expanded loop or cond is a cluster of what its body holds.
+    """
+    layout = _Layout(graph, expand)
+    placed = {n: layout.place(n) for n in graph.nodes}
+    sizes: dict[tuple, int] = {}
+    for _, box in placed.values():
+        if box is not None:
+            sizes[box.key] = sizes.get(box.key, 0) + 1
+
+    items: dict[tuple, list[str]] = {(): []}
+    children: dict[tuple, list[tuple]] = {}
+    box_ids: dict[tuple, str] = {}
+
+    def endpoint(n: Node) -> str:
+        levels, box = placed[n]
+        for k in range(len(levels)):
+            if levels[:k + 1] not in items:
+                items[levels[:k + 1]] = []
+                children.setdefault(levels[:k], []).append(levels[:k + 1])
+        if box is None:
+            return n.name
+        name = box_ids.get(box.key)
+        if name is None:
+            name = box_ids[box.key] = f"box_{len(box_ids)}"
+            count = sizes[box.key]
+            label = f"{box.label}\n{count} {'node' if count == 1 else 'nodes'}"
+            items[levels].append(f"{_q(name)} [label={_q(label)}, shape={box.shape}, color={_q(box.color)}];")
+        return name
+
+    edges: list[str] = []
+    seen: set[tuple] = set()   # edges to or from a box: one per pair and kind
+
+    def add_edge(src: str, dst: str, attrs: list[str], kind: str, between_nodes: bool) -> None:
+        if not between_nodes:
+            if src == dst or (src, dst, kind) in seen:
+                return
+            seen.add((src, dst, kind))
+        edges.append(f"  {_q(src)} -> {_q(dst)}" + (f" [{', '.join(attrs)}]" if attrs else "") + ";")
+
     for n in graph.nodes:
+        me = endpoint(n)
+        if me == n.name:
+            label = f"{n.name}\n{n.op}"
+            if show_types and n.outputs:
+                label += "\n" + ", ".join(_type(t) for t in n.outputs)
+            if n.source is not None:
+                label += f"\n{n.source.short}"
+            items[placed[n][0]].append(f"{_q(n.name)} [label={_q(label)}, "
+                                       f"fillcolor={_q(_FILL.get(n.op, 'white'))}];")
         for t in n.inputs:
+            src = endpoint(t.node)
+            between_nodes = src == t.node.name and me == n.name
             attrs = []
-            if t.index:
+            if t.index and between_nodes:
                 attrs.append(f"taillabel={_q(str(t.index))}")
             if t.node.op == "NextIteration" and n.op == "Merge":
                 attrs.append('color="#3b7dd8", constraint=false')
-            lines.append(f"  {_q(t.node.name)} -> {_q(n.name)}" + (f" [{', '.join(attrs)}]" if attrs else "") + ";")
+            add_edge(src, me, attrs, "data", between_nodes)
         for c in n.control_inputs:
-            lines.append(f"  {_q(c.name)} -> {_q(n.name)} [style=dashed, color=gray];")
+            src = endpoint(c)
+            add_edge(src, me, ["style=dashed", "color=gray"], "control", src == c.name and me == n.name)
+
+    lines = ["digraph G {", "  compound=true; rankdir=TB;",
+             '  node [shape=box, style="rounded,filled", fillcolor=white, fontname="Helvetica", fontsize=10];']
+    clusters = itertools.count()
+
+    def emit(levels: tuple, indent: str) -> None:
+        lines.extend(indent + item for item in items[levels])
+        for child in children.get(levels, []):
+            label, color = layout.level_label(child[-1])
+            lines.append(f"{indent}subgraph cluster_{next(clusters)} {{")
+            lines.append(f"{indent}  label={_q(label)}; color={_q(color)}; style=rounded; fontsize=10;")
+            emit(child, indent + "  ")
+            lines.append(f"{indent}}}")
+
+    emit((), "  ")
+    lines.extend(edges)
     lines.append("}")
     return "\n".join(lines)

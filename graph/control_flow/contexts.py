@@ -11,7 +11,7 @@ calls into.
 from __future__ import annotations
 
 from graph.core import get_default_graph
-from graph.node import ControlFlowContext, Node, Tensor
+from graph.node import ControlFlowContext, DotCluster, Node, Tensor
 from graph.ops.conversion import constant
 
 
@@ -136,8 +136,10 @@ class CondContext(_ContextBase):
         where = f" at {self.state.source}" if self.state.source else ""
         return f"the {'true' if self.branch else 'false'} branch of the cond{where}"
 
-    def dot_cluster(self) -> tuple[str, str]:
-        return self.describe(), ("#2e9e44" if self.branch else "#c0392b")
+    def dot_cluster(self) -> DotCluster:
+        return DotCluster(self.state, "cond", self.state.source, "#d68910",
+                          part="true" if self.branch else "false",
+                          part_color="#2e9e44" if self.branch else "#c0392b")
 
 
 class WhileContext(_ContextBase):
@@ -240,5 +242,5 @@ class WhileContext(_ContextBase):
         where = f" at {self.source}" if self.source else ""
         return f"the while loop{where} (frame {self.frame_name})"
 
-    def dot_cluster(self) -> tuple[str, str]:
-        return f"while {self.frame_name}", "#3b7dd8"
+    def dot_cluster(self) -> DotCluster:
+        return DotCluster(self, self.frame_name, self.source, "#3b7dd8")

@@ -1,5 +1,6 @@
 """Smoke tests of examples/rnn.py: tiny sizes, a few steps."""
 import os
+import re
 import sys
 
 import numpy as np
@@ -46,6 +47,17 @@ def test_time_loop_is_one_graph_while_loop_and_static_unroll_has_none():
     dynamic(x, y, 7)
     dynamic(x, y, 3)
     assert len(dynamic.retrace_reports) == 0
+
+
+def test_training_step_picture_shows_the_programs_structure():
+    x, y = adding_problem(np.random.default_rng(1), 4, 7)
+    g = _adding_step(False)[1].get_graph(x, y, 7)
+    dot = g.to_dot()
+    drawn = re.findall(r'^\s*"[^"]+" \[label="([^"]*)"', dot, re.M)
+    assert len(drawn) <= 20 < len(g.nodes) / 10   # loops and user lines are boxes, inputs keep their names
+    loops = [label.split("\\n")[:2] for label in drawn if "range(seq_len)" in label and "while" in label]
+    assert [code for _, code in loops] == ["for t in range(seq_len):"]
+    assert any(label.startswith("gradients/while_grad  rnn.py:") for label in drawn)
 
 
 @pytest.mark.parametrize("seq_len", [0, 1, 5])

@@ -1,4 +1,6 @@
 """Graph construction of cond / while_loop: structure, captures, errors, shape relaxation."""
+import sys
+
 import numpy as np
 import pytest
 
@@ -118,14 +120,17 @@ def test_listing_and_dot():
     g = G.Graph()
     with g.as_default():
         n = G.placeholder(np.int64, [], name="n")
+        line = sys._getframe().f_lineno + 1
         G.while_loop(lambda i: G.less(i, n), lambda i: (G.add(i, 1),), (G.constant(0),))
     listing = str(g).splitlines()
-    assert listing[0] == "%n = Placeholder[shape=()]() : int64[]"
-    assert "%while/Enter = Enter[frame=while, par=32](%Const) : int64[] @while" in listing
-    assert "%while/Merge = Merge(%while/Enter, %while/NextIteration) : int64[], int32[] @while" in listing
-    assert "%while/Exit = Exit(%while/Switch) : int64[]" in listing
-    dot = g.to_dot()
-    assert dot.startswith("digraph") and "cluster_" in dot and "label=\"while while\"" in dot
+    here = f"  # test_control_flow.py:{line}"
+    assert listing[0] == f"%n = Placeholder[shape=()]() : int64[]  # test_control_flow.py:{line - 2}"
+    assert "%while/Enter = Enter[frame=while, par=32](%Const) : int64[] @while" + here in listing
+    assert "%while/Merge = Merge(%while/Enter, %while/NextIteration) : int64[], int32[] @while" + here in listing
+    assert "%while/Exit = Exit(%while/Switch) : int64[]" + here in listing
+    dot = g.to_dot(expand=True)
+    assert dot.startswith("digraph") and "cluster_" in dot
+    assert f"label=\"while  test_control_flow.py:{line}\\nG.while_loop(" in dot
     assert "constraint=false" in dot  # the back edge
 
 

@@ -81,6 +81,9 @@ def test_corruption_is_reported(what):
 @given(P.programs)
 def test_dot_output_is_accepted_by_graphviz(program):
     g, _, _ = P.build_graph(program)
-    done = subprocess.run(["dot", "-Tsvg"], input=g.to_dot(), capture_output=True, text=True, timeout=60)
-    assert done.returncode == 0, done.stderr
-    assert "cluster_" in g.to_dot() or not any(n.context is not None for n in g.nodes)
+    for dot in (g.to_dot(), g.to_dot(expand=True)):
+        done = subprocess.run(["dot", "-Tsvg"], input=dot, capture_output=True, text=True, timeout=60)
+        assert done.returncode == 0, done.stderr
+    has_control_flow = any(n.context is not None for n in g.nodes)
+    assert ("cluster_" in g.to_dot(expand=True)) == has_control_flow
+    assert ("shape=box3d" in g.to_dot()) == has_control_flow  # collapsed loops and conds

@@ -111,6 +111,19 @@ def test_training_loop_graph_has_dataflow_control_flow_and_no_unrolled_copies():
     assert got[2] == want[2] < 500
 
 
+def test_listing_and_picture_name_the_users_lines():
+    f = transpile.function(train)
+    g = f.get_graph(*_data(), 0.1, 500)
+    first = train.__code__.co_firstlineno
+    body_lines = {f"test_graphs.py:{first + k}" for k in range(3, 8)}   # the while statement and its body
+    in_loop = [line for line in str(g).splitlines() if " @while" in line]
+    assert in_loop and all(line.rsplit("  # ", 1)[1] in body_lines for line in in_loop)
+    dot = g.to_dot()
+    assert f'"while  test_graphs.py:{first + 3}\\nwhile step < max_steps and loss > 1e-4:\\n' in dot
+    assert f'"test_graphs.py:{first + 1}\\nloss = np.mean((x @ w - y) ** 2)\\n' in dot
+    assert "cluster_" not in dot and "cluster_" in g.to_dot(expand=True)
+
+
 def loss_with_data_dependent_loop(w, x, n):
     h = w * 1.0
     i = 0
