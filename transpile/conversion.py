@@ -137,6 +137,7 @@ def convert_node(node, ctx: Context):
         node = fn
     generators = {id(g): copy.deepcopy(g.body) for g in _nested_generators(node)}
     _hide_class_bodies(node)
+    logical_expressions.mark_truth_tests(node)
     for step in (guard_clauses, return_statements, break_statements, continue_statements, dead_flags, asserts,
                  lists, slices):
         node = step.transform(node, ctx)

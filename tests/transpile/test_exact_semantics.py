@@ -211,3 +211,77 @@ def test_python_numbers_are_weak_in_graph_loops(fn, argsets):
     assert_converted_equivalent(fn, *argsets)
     if fn is not float_variable_assigned_a_python_int:  # (Python's 0 takes the variable's float64: 0.0)
         assert_same_dtype(fn, *argsets[0])  # (a loop that runs zero times leaves Python's number as it was)
+
+
+# --------------------------------------------------------------------------- `and` / `or` on non-bool tensors
+
+def int_and_comparison_as_an_if_test(m, x):
+    if m and x > 0:
+        return x
+    return -x
+
+
+def comparison_and_int_as_a_while_test(m):
+    k = 0
+    while k < 3 and m:
+        k += 1
+    return k
+
+
+def int_as_a_while_test_with_a_break(m):
+    k = 0
+    while m:
+        k += 1
+        m = m - 1
+        if k > 5:
+            break
+    return k
+
+
+def float_or_in_tests_and_values(m, x):
+    y = x if m or x else -x
+    z = not (m and x)
+    assert m or x > -1, "m or x"
+    w = m or x
+    return y, z, w
+
+
+@pytest.mark.parametrize("fn,argsets", [
+    (int_and_comparison_as_an_if_test, [(2, 1.0), (0, 1.0), (2, -1.0)]),
+    (comparison_and_int_as_a_while_test, [(1,), (0,)]),
+    (int_as_a_while_test_with_a_break, [(3,), (9,), (0,)]),
+    (float_or_in_tests_and_values, [(0, 1.0), (2, 0.0), (0, 0.0)]),
+], ids=lambda v: getattr(v, "__name__", ""))
+def test_and_or_on_non_bool_tensors_used_as_truth_values(fn, argsets):
+    assert_converted_equivalent(fn, *argsets)
+
+
+def test_and_or_as_a_truth_value_reads_as_python():
+    source = transpile.to_code(int_and_comparison_as_an_if_test)
+    assert "ag.and_(ag.bool(m), lambda : x > 0)" in source
+
+
+# --------------------------------------------------------------------------- globals
+
+COUNT = 0
+
+
+def increments_a_global(n):
+    global COUNT
+    for i in range(n):
+        COUNT = COUNT + 1
+    return COUNT
+
+
+def test_a_global_changed_in_a_python_loop_keeps_python_semantics():
+    global COUNT
+    COUNT = 0
+    assert transpile.function(increments_a_global, static_argnames=("n",))(3) == 3 and COUNT == 3
+
+
+def test_a_global_changed_in_a_graph_loop_is_named_in_the_error():
+    with pytest.raises(transpile.StagingError) as info:
+        transpile.function(increments_a_global)(3)
+    message = str(info.value)
+    assert "global variable COUNT" in message and "test_exact_semantics.py" in message
+    assert "Undefined" not in message

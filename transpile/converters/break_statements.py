@@ -6,6 +6,7 @@ import gast
 from transpile import anno
 from transpile import ast_util as A
 from transpile.converters.base import Context, Converter, walk_same_loop
+from transpile.converters.logical_expressions import mark_truth_test
 from transpile.converters.return_statements import RETURN_FLAG
 
 EXTRA_TEST = "extra_test"  # on a For node: an expression that must stay true to keep iterating
@@ -87,9 +88,11 @@ class BreakStatements(Converter):
                 node.test = not_broken
             else:
                 node.test = A.locate(gast.BoolOp(op=gast.And(), values=[not_broken, node.test]), node.test)
+                mark_truth_test(node.test)
         else:
             old = anno.get_anno(node, EXTRA_TEST)
             test = not_broken if old is None else gast.BoolOp(op=gast.And(), values=[not_broken, old])
+            mark_truth_test(test)
             anno.set_anno(node, EXTRA_TEST, A.locate(test, node))
         out = [init, node] if init is not None else [node]
         if orelse:
