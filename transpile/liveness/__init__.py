@@ -22,7 +22,9 @@ def analyze(fn_node) -> activity.Scope:
         if isinstance(node, _FUNCTIONS):
             fn_scope = anno.get_anno(node, activity.FUNCTION_SCOPE)
             graph = cfg.build(node)
-            reaching_definitions.analyze(node, graph, fn_scope.params)
+            # a global or nonlocal name is defined outside the function: it has a value on entry
+            outside = {QN(name) for name in fn_scope.globals | fn_scope.nonlocals}
+            reaching_definitions.analyze(node, graph, set(fn_scope.params) | outside)
             liveness.analyze(node, graph)
     return scope
 
