@@ -9,7 +9,7 @@ from graph import dtypes as _dt
 from graph import nest
 from graph import shapes as _sh
 from graph.core import Graph, Node, Tensor, get_default_graph
-from exec.compiled import MODES, compile_program, select_program
+from exec.compiled import MODES, compile_program, make_entry, select_program
 from exec.executor import execute
 from exec.pool import Pool
 from exec.plan import Plan, build_plan
@@ -80,7 +80,16 @@ class Session:
         list `fetches` like `run(fetches, dict(zip(feed_list, values)))`, with all that does not
         change between runs worked out once: for a program that runs the same step many times."""
         runner = _Runner(list(fetches), list(feed_list))
-        return lambda *values: runner.run(self, values)
+        slow = lambda *values: runner.run(self, values)  # noqa: E731
+        try:  # a compiled plan gets an entry that does per call only what changes between calls
+            plan = self._plan(runner.ids + (self.graph.version,), runner.tensors, runner.targets, runner.feeds)
+        except Exception:  # the first call raises it, as run would
+            return slow
+        program = self._compiled(plan, runner.tensors, runner.targets, runner.feeds)
+        if program is None:
+            return slow
+        return make_entry(program, runner.feeds, [_feed_check(t) for t in runner.feeds], runner.kinds, self.graph,
+                          slow, _to_numpy)
 
     def _plan(self, key: tuple, tensors, targets, feeds) -> Plan:
         plan = self._plans.get(key)

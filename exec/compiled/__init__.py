@@ -5,7 +5,9 @@ Loop frames become `while` loops, conds `if`/`else`, every op one direct call of
 handle; `select_program` then leaves the plan to the dataflow executor.
 """
 from exec.compiled.auto import MODES, prefers_dataflow, select_program
+from exec.compiled.entry import make_entry
 from exec.compiled.program import Program, compile_program
 from exec.compiled.structure import Unstructured
 
-__all__ = ["MODES", "Program", "Unstructured", "compile_program", "prefers_dataflow", "select_program"]
+__all__ = ["MODES", "Program", "Unstructured", "compile_program", "make_entry", "prefers_dataflow",
+           "select_program"]

@@ -232,3 +232,26 @@ def test_compiled_runs_leave_blas_threads_as_they_are(monkeypatch):
 def test_mode_is_checked():
     with pytest.raises(ValueError, match="mode must be one of"):
         Session(G.Graph(), mode="fast")
+
+
+def test_make_callable_runs_compiled_plans_through_their_entry():
+    g = G.Graph()
+    with g.as_default():
+        x = G.placeholder(np.float64, [3], name="x")
+        k = G.placeholder(np.int64, [], name="k")
+        v = G.Variable(np.zeros(3), name="acc")
+        y = G.mul(x, G.cast(k, np.float64))
+        update = G.group(v.assign_add(y))
+    sess = Session(g, mode="compiled")
+    call = sess.make_callable([y, v, update], [x, k])
+    assert call.__name__ == "entry"
+    got = call(np.arange(3.0), 2)                     # a Python int converted as run converts it
+    np.testing.assert_array_equal(got[0], [0.0, 2.0, 4.0])
+    np.testing.assert_array_equal(got[1], [0.0, 2.0, 4.0])
+    assert got[2] is None
+    np.testing.assert_array_equal(call([1, 1, 1], np.int64(3))[0], [3.0, 3.0, 3.0])  # a list: the full check
+    with pytest.raises(ValueError, match="shape"):
+        call(np.zeros(4), 1)
+    with g.as_default():
+        G.add(x, 1.0)  # the graph changed: the session's runner takes over
+    np.testing.assert_array_equal(call(np.ones(3), 1)[1], [4.0, 6.0, 8.0])
