@@ -472,6 +472,7 @@ class _Run:
         return self._new_iteration(fr, n1)
 
     def _new_iteration(self, fr: Frame, n: int) -> Iteration:
+        """Iteration `n` of `fr`, holding the loop constants that arrived so far."""
         it = Iteration(fr, n)
         fr.iters[n] = it
         fr.last = n
