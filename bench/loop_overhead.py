@@ -5,7 +5,8 @@ Loop: `i = 0; while i < N: i = i + 1; <body>` with
   vector body: 5 x (x = x * 0.5; x = x + 1.0)       (10 elementwise ops, float32[1000])
 Variants:
   numpy       the loop in Python on numpy values (the floor for a numpy-kernel system)
-  graph       graph.while_loop run by the executor (parallel_iterations=32, no pool)
+  dataflow    graph.while_loop run by the executor (parallel_iterations=32, no pool)
+  compiled    the same graph run as compiled Python code (Session(mode="compiled"))
   transpiled  the same Python function under @transpile.function (when available)
 Reported: iterations/s (median of repeats), µs per iteration, µs per executed node, and
 the ratio graph / numpy time per iteration. Ends with one JSON line.
@@ -48,7 +49,7 @@ def numpy_loop(body):
     return run, None
 
 
-def graph_loop(body):
+def graph_loop(body, mode):
     g = G.Graph()
     with g.as_default():
         n = G.placeholder(np.int64, [], name="n")
@@ -61,9 +62,17 @@ def graph_loop(body):
                 x = G.add(G.mul(x, np.float32(0.5)), np.float32(1.0))
             return G.add(i, 1), x
         i, x = G.while_loop(lambda i, x: G.less(i, n), step, (G.constant(0), x0))
-    sess = Session(g, inter_op_threads=0)
+    sess = Session(g, inter_op_threads=0, mode=mode)
     run = lambda nv: sess.run([i, x], {n: nv})  # noqa: E731
     return run, _nodes_per_iteration(sess, [i, x], {n: 3}, run)
+
+
+def dataflow_loop(body):
+    return graph_loop(body, "dataflow")
+
+
+def compiled_loop(body):
+    return graph_loop(body, "compiled")
 
 
 def transpiled_loop(body):
@@ -133,7 +142,8 @@ def main():
     results = {}
     rows = []
     for body in ("scalar", "vector"):
-        for name, make in (("numpy", numpy_loop), ("graph", graph_loop), ("transpiled", transpiled_loop)):
+        for name, make in (("numpy", numpy_loop), ("dataflow", dataflow_loop), ("compiled", compiled_loop),
+                           ("transpiled", transpiled_loop)):
             run, nodes = make(body)
             if run is None:
                 continue
@@ -145,7 +155,8 @@ def main():
             results[f"{name}/{body}"] = r
     print(f"loop_overhead: N={a.n}, median of {a.repeats}, {platform.processor() or platform.machine()}, "
           f"{os.cpu_count()} cpus, numpy {np.__version__}")
-    hdr = f"{'variant':<20}{'iters/s':>12}{'us/iter':>10}{'call us':>10}{'nodes/it':>10}{'us/node':>9}{'vs numpy':>10}"
+    hdr = (f"{'variant':<20}{'iters/s':>12}{'us/iter':>10}{'call us':>10}{'nodes/it':>10}{'us/node':>9}"
+           f"{'vs numpy':>10}{'vs dataflow':>12}")
     print(hdr)
     print("-" * len(hdr))
     for key, r in results.items():
@@ -153,8 +164,11 @@ def main():
         base = results.get(f"numpy/{body}")
         ratio = r["us_per_iter"] / base["us_per_iter"] if base else float("nan")
         r["ratio_vs_numpy"] = ratio
+        dataflow = results.get(f"dataflow/{body}")
+        r["ratio_vs_dataflow"] = r["us_per_iter"] / dataflow["us_per_iter"] if dataflow else float("nan")
         print(f"{key:<20}{r['iters_per_s']:>12,.0f}{r['us_per_iter']:>10.2f}{r['call_us']:>10.1f}"
-              f"{(r['nodes_per_iter'] or 0):>10}{r.get('us_per_node', float('nan')):>9.2f}{ratio:>10.2f}")
+              f"{(r['nodes_per_iter'] or 0):>10}{r.get('us_per_node', float('nan')):>9.2f}{ratio:>10.2f}"
+              f"{r['ratio_vs_dataflow']:>12.2f}")
     print("BENCH_JSON: " + json.dumps({"bench": "loop_overhead", "n": a.n, "repeats": a.repeats,
                                        "results": results}))
 

@@ -62,7 +62,7 @@ def test_generated_source_shows_in_tracebacks():
     with np.errstate(divide="raise"), pytest.raises(RunError) as info:
         program([np.int64(3)])
     shown = "".join(traceback.format_exception(info.value.__cause__))
-    assert program.filename in shown and "FloorDiv(" in shown  # the generated line, as text
+    assert program.filename in shown and "floordiv = " in shown  # the generated line, as text
 
 
 def _failing_programs():
