@@ -8,7 +8,7 @@ gradient is built by control_flow_grad; everything else is a node unit.
 from __future__ import annotations
 
 from graph.control_flow.contexts import CondContext, CondState, WhileContext
-from graph.control_flow.stack import stack_of
+from graph.control_flow.stack import pushed_values, stack_of
 from graph.core import Node, Tensor
 from graph.errors import GraphError
 from grad.registry import is_differentiable
@@ -20,6 +20,19 @@ def differentiable_dtype(t: Tensor) -> bool:
     """Floating-point values carry gradients; so do variant handles (TensorArray flows)."""
     kind = t.dtype.kind
     return kind in "fV"
+
+
+def stacked_values(n: Node) -> list[Tensor]:
+    """The values a StackPush saves in its slot, or the one a StackSplit cuts into slots (its
+    rows, saved under the keys of the concat it undoes)."""
+    return pushed_values(n) if n.op == "StackPush" else [n.inputs[1]]
+
+
+def _slot_position(n: Node, i: int) -> int | None:
+    """For input i of a StackPush or StackSplit that is a saved value, its position in the slot."""
+    if n.op == "StackPush":
+        return i - 1 if 1 <= i <= n.attrs["num_values"] else None
+    return 0 if n.op == "StackSplit" and i == 1 else None
 
 
 def ancestors(ctx):
@@ -80,10 +93,10 @@ class GraphIndex:
             if n.op == "Exit":
                 loop = self.exit_loop[n] = n.inputs[0].node.frame
                 self.loop_exits.setdefault(loop, []).append(n)
-            elif n.op in ("StackPush", "StackPop", "StackConcat"):
+            elif n.op in ("StackPush", "StackSplit", "StackPop", "StackConcat"):
                 stack = stack_of(n.inputs[0])
-                if stack is not None:  # a concat takes values out like a pop
-                    table = self.stack_pushes if n.op == "StackPush" else self.stack_pops
+                if stack is not None:  # a split puts values in like a push, a concat takes them out like a pop
+                    table = self.stack_pushes if n.op in ("StackPush", "StackSplit") else self.stack_pops
                     table.setdefault(stack, []).append(n)
             elif n.op == "ReadVariable":
                 self.variable_reads.append(n)
@@ -207,9 +220,9 @@ class GraphIndex:
                 if not is_differentiable(n):
                     continue
                 outs = list(n.outputs)
-                if n.op == "StackPush" and 1 <= i <= n.attrs["num_values"]:  # value i - 1 of the slot
-                    outs = [p.outputs[i - 1 if p.op == "StackPop" else 0]
-                            for p in self.stack_pops.get(stack_of(n.inputs[0]), ())]
+                k = _slot_position(n, i)
+                if k is not None:  # saved as value k of a slot: the pops' output k
+                    outs = [p.outputs[k if p.op == "StackPop" else 0] for p in self.stack_pops.get(stack_of(n.inputs[0]), ())]
                 for o in outs:
                     if o not in seen and differentiable_dtype(o):
                         seen.add(o)
@@ -227,7 +240,7 @@ class GraphIndex:
                 continue
             ins = list(n.inputs)
             if n.op in ("StackPop", "StackConcat"):
-                ins = [p.inputs[1 + t.index] for p in self.stack_pushes.get(stack_of(n.inputs[0]), ())]
+                ins = [stacked_values(p)[t.index] for p in self.stack_pushes.get(stack_of(n.inputs[0]), ())]
             for i in ins:
                 if i not in seen and i in within:
                     seen.add(i)

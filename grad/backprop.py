@@ -1,11 +1,11 @@
 """Reverse mode over one region: its units in reverse topological order, gradients summed per tensor."""
 from __future__ import annotations
 
-from graph.control_flow.stack import pushed_values, stack_of
+from graph.control_flow.stack import stack_of
 from graph.core import Node, Tensor
 from graph.errors import GraphError
 from grad.accumulate import Grads, conform
-from grad.analysis import is_within, variable_of
+from grad.analysis import is_within, stacked_values, variable_of
 from grad.build_state import GradState
 from grad.registry import GradOp, construct_gradient_rule, gradient_rule, is_differentiable
 
@@ -45,9 +45,9 @@ def _construct_grad(state: GradState, unit, grads: Grads, var_grads: dict) -> No
 
 
 def _node_grad(state: GradState, n: Node, grads: Grads, var_grads: dict) -> None:
-    if n.op == "StackPush":
+    if n.op in ("StackPush", "StackSplit"):
         gs = state.gradient_stacks.get(stack_of(n.inputs[0]))
-        if gs is None or not any(state.is_active(v) for v in pushed_values(n)):
+        if gs is None or not any(state.is_active(v) for v in stacked_values(n)):
             return
         out_grads = []
     else:

@@ -26,8 +26,8 @@ import numpy as np
 
 from graph import dtypes as _dt
 from graph import shapes as _sh
-from graph.control_flow.contexts import WhileContext
-from graph.control_flow.stack import add_popped_value, add_pushed_value, pushed_values, stack_new, stack_pop
+from graph.control_flow.contexts import CondState, WhileContext
+from graph.control_flow.stack import add_popped_value, add_pushed_value, stack_new, stack_pop
 from graph.core import Node, Tensor, route
 from graph.errors import GraphError
 from graph.op_registry import get_opdef
@@ -35,7 +35,7 @@ from graph.ops.conversion import constant
 from graph.ops.creation import zeros
 from graph.ops.shape_ops import shape
 from grad import saved as _saved
-from grad.analysis import GraphIndex, ancestors, is_within
+from grad.analysis import GraphIndex, ancestors, is_within, stacked_values
 from grad.tensor_array_grad import gradient_array, spec_of
 
 
@@ -65,6 +65,7 @@ class GradState:
         self._invariant: dict[Node, bool] = {}
         self._clones: dict[Node, Node] = {}
         self._shapes: dict[Tensor, Tensor] = {}
+        self._imports: dict[Node, CondState] = {}   # Switches that capture forward values into gradient conds
         self.deferred: dict[WhileContext, list[Node]] = {}   # gradient loops under construction
         self.gradient_stacks: dict[Node, "GradientStack"] = {}
         self.row_sums: dict = {}   # loop constant's Enter -> its gradient summed after the loop (grad.loop_sums)
@@ -78,9 +79,10 @@ class GradState:
     def value_context(self, t: Tensor):
         """The context in which `t` is live: a cond Switch's output port lives in its branch."""
         n = t.node
-        s = self.index.cond_unit.get(n)
-        if s is not None and n.op == "Switch":
-            return next(b for b in s.branches if b.branch == t.index)
+        if n.op == "Switch":
+            s = self.index.cond_unit.get(n) or self._imports.get(n)
+            if s is not None:
+                return next(b for b in s.branches if b.branch == t.index)
         return n.context
 
     def is_reversed(self, ctx) -> bool:
@@ -160,6 +162,7 @@ class GradState:
         if out is None:
             sw = self.graph.create_node("Switch", [t, b.state.pred], name="forward_value", context=b.outer)
             b.state.switches[t] = sw
+            self._imports[sw] = b.state
             out = b.captured[t] = sw.outputs[b.branch]
             b.captured[out] = out  # already inside: ops built in the branch use it as it is
         return out
@@ -279,7 +282,7 @@ class GradState:
         """Whether values pushed inside `ctx` receive gradients from popped values (second order)."""
         for stack in self.gradient_stacks:
             for p in self.index.stack_pushes.get(stack, ()):
-                if is_within(p.context, ctx) and any(self.is_active(v) for v in pushed_values(p)):
+                if is_within(p.context, ctx) and any(self.is_active(v) for v in stacked_values(p)):
                     return True
         return False
 

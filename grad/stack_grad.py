@@ -8,11 +8,13 @@ belongs to the value that was pushed. Both sides use the same slot keys:
   under the push's keys, once every push of a gradient is done (the gradient
   stack's handle waits for the counters of the loops that push);
 - StackConcat's gradient is a StackSplit: the joined value's gradient is cut back
-  into the slots it came from, on the gradient stack.
+  into the slots it came from, on the gradient stack;
+- StackSplit's gradient is a StackConcat (third order): the value it cut into slots
+  receives the gradients saved for those slots, joined in key order.
 """
 from __future__ import annotations
 
-from graph.control_flow.stack import pushed_values, stack_of, stack_pop, stack_split
+from graph.control_flow.stack import pushed_values, stack_concat, stack_of, stack_pop, stack_split
 from grad.registry import register_gradient
 
 
@@ -50,3 +52,12 @@ def _stack_concat_grad(op, g):
     gs.positions = [0]
     gs.pushes.append(stack_split(gs.handle, g, op.inputs[0], name="gradient_of_joined"))
     return [None]
+
+
+@register_gradient("StackSplit")
+def _stack_split_grad(op):
+    """StackSplit's gradient is a StackConcat of the gradient stack: the rows it saved, in key order."""
+    state = op.state
+    gs = state.gradient_stacks[stack_of(op.fwd_inputs[0])]
+    value = op.fwd_inputs[1]
+    return [None, stack_concat(gs.ready_handle(state), value.dtype, value.shape[1:], name="gradient_of_split"), None]

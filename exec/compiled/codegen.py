@@ -58,8 +58,10 @@ class _Stmt:
 
 
 class _Emitter:
-    def __init__(self, program: Structured, kernel_of: Callable, constant_of: Callable, helpers: dict):
+    def __init__(self, program: Structured, kernel_of: Callable, constant_of: Callable, helpers: dict,
+                 folded: dict):
         self.program = program
+        self.folded = folded
         self.kernel_of = kernel_of
         self.constant_of = constant_of
         self.namer = _Namer(helpers)
@@ -77,9 +79,9 @@ class _Emitter:
         got = self.names.get(key)
         if got is None:
             node = t.node
-            if node.op == "Const" and node not in self.program.fed:
+            if key in self.folded or node.op == "Const" and node not in self.program.fed:
                 got = self.namer.fresh(_base(node, t.index))
-                self.globals[got] = self.constant_of(node)
+                self.globals[got] = self.folded[key] if key in self.folded else self.constant_of(node)
             else:
                 got = self.namer.fresh(_base(node, t.index))
                 if t.shape == ():
@@ -274,6 +276,12 @@ class _Emitter:
                 continue
             if rebound is not None and stmts[k] is rebound or stmts[k].final:
                 continue
+            # not inside a run of statements that share a deeper block: that would split it in two
+            while k + 1 < len(stmts) and not stmts[k + 1].final and stmts[k + 1] is not rebound and \
+                    len(_common_prefix(stmts[k].guard, stmts[k + 1].guard)) > len(guard):
+                k += 1
+            if k + 1 < len(stmts) and stmts[k + 1].final:
+                continue  # the function returns next: everything is released then
             after.setdefault(k, []).append((guard, name))
         out = []
         for k, st in enumerate(stmts):
@@ -281,7 +289,7 @@ class _Emitter:
             by_guard: dict = {}
             for guard, name in after.get(k, ()):
                 by_guard.setdefault(guard, []).append(name)
-            for guard, names in by_guard.items():
+            for guard, names in sorted(by_guard.items(), key=lambda item: -len(item[0])):  # the open block first
                 out.append(_Stmt(guard, set(), set(), lambda lines, depth, names=sorted(names):
                                  lines.append(_INDENT * depth + f"del {', '.join(names)}")))
         return out
@@ -300,6 +308,13 @@ def _defs(stmts: list[_Stmt]) -> set:
     for st in stmts:
         out |= st.defs
     return out
+
+
+def _common_prefix(a: tuple, b: tuple) -> tuple:
+    k = 0
+    while k < len(a) and k < len(b) and a[k] == b[k]:
+        k += 1
+    return a[:k]
 
 
 def _common(a: tuple, b: tuple) -> tuple:
@@ -345,13 +360,15 @@ def _base(node: Node, port: int) -> str:
     return base if port == 0 else f"{base}_{port}"
 
 
-def generate(program: Structured, name: str, kernel_of: Callable, constant_of: Callable, helpers: dict) -> Source:
+def generate(program: Structured, name: str, kernel_of: Callable, constant_of: Callable, helpers: dict,
+             folded: dict) -> Source:
     """The source of `def name(*fed values): ... return [fetched values]` for `program`.
 
-    `kernel_of(node)` is the callable a node's line calls, `constant_of(node)` a Const's value;
+    `kernel_of(node)` is the callable a node's line calls, `constant_of(node)` a Const's value,
+    `folded` the values computed at compile time ((node id, port) -> value: constants too);
     `helpers` are the runtime names the code uses besides (DEAD, failed, dead, FETCHES, LINES).
     """
-    e = _Emitter(program, kernel_of, constant_of, helpers)
+    e = _Emitter(program, kernel_of, constant_of, helpers, folded)
     e.coalesce(program.steps, _reads(program))
     params = [e.name(t) for t in program.params]
     stmts = e.statements(program.steps)

@@ -8,6 +8,7 @@ from graph.node import Node, Tensor
 from exec import kernels as _kernels
 from exec.compiled import runtime
 from exec.compiled.codegen import Source, generate
+from exec.compiled.folding import fold_constants
 from exec.compiled.structure import Call, Loop, Structured, structure
 from exec.donation import donatable_slot, exclusive_inputs
 
@@ -43,12 +44,14 @@ def compile_program(fetches: list[Tensor], targets: list[Node], feeds: list[Tens
     """Compiles what running `fetches` and `targets` with `feeds` fed does; raises
     structure.Unstructured where the graph's control flow is not one the compiler handles."""
     program = structure(fetches, targets, feeds)
-    kernel_of = _kernel_chooser(program, rt)
+    constant_of = lambda node: _kernels.get_kernel(node, rt)()  # noqa: E731
+    folded = fold_constants(program.steps, lambda node: _kernels.get_kernel(node, rt), constant_of)
+    kernel_of = _kernel_chooser(program, rt, folded)
     serial = next(_serial)
     filename = f"<compiled {name} #{serial}>"
     helpers = {"DEAD": runtime.DEAD, "dead": runtime.dead, "failed": runtime.failed,
                "FETCHES": list(fetches)}
-    source = generate(program, name, kernel_of, lambda node: _kernels.get_kernel(node, rt)(), helpers)
+    source = generate(program, name, kernel_of, constant_of, helpers, folded)
     code = compile(source.text, filename, "exec")
     linecache.cache[filename] = (len(source.text), None, source.text.splitlines(keepends=True), filename)
     namespace = dict(source.globals)
@@ -56,16 +59,17 @@ def compile_program(fetches: list[Tensor], targets: list[Node], feeds: list[Tens
     return Program(namespace[name], source, filename, list(fetches), program.nodes)
 
 
-def _kernel_chooser(program: Structured, rt):
+def _kernel_chooser(program: Structured, rt, folded: dict):
     """node -> its kernel: the in-place variant where the node alone reads a fresh input buffer
-    (exec/donation.py), the same decision the dataflow plan takes."""
-    calls = [s.node for s in _calls(program.steps)]
+    (exec/donation.py), the same decision the dataflow plan takes; never a folded constant's."""
+    calls = [s for s in _calls(program.steps)]
     local = {n: i for i, n in enumerate(program.nodes)}
     exclusive = exclusive_inputs(program.nodes, local, program.fetches, program.fed)
     chosen = {}
-    for node in calls:
-        fn = None
-        slots = exclusive.get(local[node])
+    for call in calls:
+        node, fn = call.node, None
+        slots = [j for j in exclusive.get(local[node], ())
+                 if (call.args[j].node.id, call.args[j].index) not in folded]
         if slots and len(node.outputs) == 1 and node.op in _kernels.INPLACE:
             slot = donatable_slot(node, slots)
             if slot is not None:

@@ -103,7 +103,7 @@ def _split_infer(inputs, attrs):
 
 register_op("StackNew", _new_infer, stateful=True, differentiable=False)
 register_op("StackConcat", _concat_infer, stateful=True)
-register_op("StackSplit", _split_infer, stateful=True, differentiable=False)
+register_op("StackSplit", _split_infer, stateful=True)
 register_op("StackPush", _push_infer, stateful=True)
 register_op("StackPop", _pop_infer, stateful=True)
 

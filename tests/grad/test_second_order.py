@@ -101,3 +101,36 @@ def test_second_order_of_a_nested_loop_is_independent_of_parallel_iterations():
     for o in outs[1:]:
         np.testing.assert_array_equal(o[0], outs[0][0])
         np.testing.assert_array_equal(o[1], outs[0][1])
+
+
+@pytest.mark.parametrize("par", [1, 32])
+@pytest.mark.parametrize("taken", [True, False])
+def test_second_order_of_a_loop_in_a_cond_whose_body_multiplies_by_an_outer_weight(taken, par):
+    # The weight's gradient is summed after the gradient loop from the rows of all iterations
+    # (grad.loop_sums); its transpose, computed once outside the gradient loop, reads the weight
+    # as the gradient cond captures it, and so belongs in that cond's branch.
+    rng = np.random.default_rng(7)
+    x0 = rng.normal(size=(1, 2)) * (1.0 if taken else -1.0) + (0.8 if taken else -0.8)
+    W0, v0 = rng.normal(size=(2, 2)) * 0.6, rng.normal(size=(2, 2))
+    g = graph.Graph()
+    with g.as_default():
+        x = graph.placeholder(np.float64, (1, 2), name="x")
+        W = graph.placeholder(np.float64, (2, 2), name="W")
+        v = graph.placeholder(np.float64, (2, 2), name="v")
+
+        def taken_branch():
+            def body(i, h):
+                return i + 1, graph.tanh(graph.matmul(h, W) + 0.1)
+            return graph.while_loop(lambda i, h: i < 3, body, (graph.constant(0), x), parallel_iterations=par)[1]
+        y = graph.cond(graph.reduce_sum(x) > 0.0, taken_branch, lambda: graph.matmul(x, W) * 2.0)
+        (gW,) = grad.gradients(graph.reduce_sum(y * y * y), [W])
+        (hvp,) = grad.gradients(graph.reduce_sum(gW * v), [W])
+        (third,) = grad.gradients(graph.reduce_sum(hvp * v), [W])
+    sess = Session(g)
+    feeds = {x: x0, v: v0}
+    got, got3 = sess.run([hvp, third], {**feeds, W: W0})
+    eps = 1e-6
+    want = (sess.run(gW, {**feeds, W: W0 + eps * v0}) - sess.run(gW, {**feeds, W: W0 - eps * v0})) / (2 * eps)
+    want3 = (sess.run(hvp, {**feeds, W: W0 + eps * v0}) - sess.run(hvp, {**feeds, W: W0 - eps * v0})) / (2 * eps)
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-7)
+    np.testing.assert_allclose(got3, want3, rtol=1e-5, atol=1e-7)

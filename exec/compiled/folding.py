@@ -1,0 +1,88 @@
+"""Constant folding: the values a compiled program can compute once, when it is compiled.
+
+A pure op (not stateful: no Variable, random stream, print or stack involved) whose inputs are
+all constants gives the same value on every run, and so does an op that only looks at its
+input's dtype and shape when that shape is known (`ones_like(x)`, `shape(x)`): gradients are
+full of both (the seed `ones_like(loss) / n`, `shape(x)` for broadcasting's gradient). Each is
+computed once, with the node's own kernel, and bound as a constant of the generated module.
+A kernel that fails is left to fail at run time, where the error names the iteration.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from graph import dtypes as _dt
+from graph import shapes as _sh
+from graph.node import Tensor
+from graph.op_registry import get_opdef
+from exec.compiled.structure import Call, Loop
+from exec.donation import FRESH_OPS
+
+# Ops whose result depends on their input's dtype and shape only.
+SHAPE_ONLY = frozenset({"OnesLike", "ZerosLike", "Shape", "Size", "Rank"})
+# Folded values past this many elements stay computed at run time (a constant of the module is
+# held for the program's life).
+MAX_ELEMENTS = 1 << 12
+
+
+def fold_constants(steps: list, kernel_of, constant_of) -> dict:
+    """(node id, port) -> value of every output the steps compute from constants alone; the
+    folded Call steps are removed from `steps` (and from the loops in them)."""
+    values: dict = {}
+    _fold(steps, values, kernel_of, constant_of)
+    return values
+
+
+def _fold(steps: list, values: dict, kernel_of, constant_of) -> None:
+    kept = []
+    for s in steps:
+        if isinstance(s, Loop):
+            for part in (s.head, s.tail, s.body):
+                _fold(part, values, kernel_of, constant_of)
+        elif isinstance(s, Call) and _fold_call(s, values, kernel_of, constant_of):
+            continue
+        kept.append(s)
+    steps[:] = kept
+
+
+def _fold_call(s: Call, values: dict, kernel_of, constant_of) -> bool:
+    node = s.node
+    if get_opdef(node.op).stateful or not node.outputs or any(
+            t.dtype is _dt.variant for t in [*node.inputs, *node.outputs]):
+        return False  # effects, and handles (TensorArrays, stacks): a new object per run
+    if node.op in SHAPE_ONLY and len(node.inputs) == 1 and _known(node.inputs[0]):
+        t = node.inputs[0]
+        args = [np.zeros(t.shape, t.dtype)[()]]
+    else:
+        args = [_constant(t, values, constant_of) for t in s.args]
+        if any(a is _NOT_CONSTANT for a in args):
+            return False
+    try:
+        with np.errstate(all="raise"):
+            out = kernel_of(node)(*args)
+    except Exception:  # left to the run, which reports it as the executor would
+        return False
+    outs = [out] if len(node.outputs) == 1 else list(out)
+    if any(np.size(v) > MAX_ELEMENTS for v in outs):
+        return False
+    if node.op in FRESH_OPS and any(np.ndim(v) for v in outs):
+        return False  # a new buffer each run, which the plan may let a later kernel compute into
+    for t, v in zip(node.outputs, outs, strict=True):
+        if isinstance(v, np.ndarray):
+            v.flags.writeable = False  # shared by every run
+        values[(t.node.id, t.index)] = v
+    return True
+
+
+_NOT_CONSTANT = object()
+
+
+def _constant(t: Tensor, values: dict, constant_of):
+    got = values.get((t.node.id, t.index), _NOT_CONSTANT)
+    if got is _NOT_CONSTANT and t.node.op == "Const":
+        got = constant_of(t.node)
+    return got
+
+
+def _known(t: Tensor) -> bool:
+    return t.dtype is not None and getattr(t.dtype, "kind", "V") in "biufc" and _sh.is_fully_defined(t.shape)
