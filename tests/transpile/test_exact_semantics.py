@@ -285,3 +285,55 @@ def test_a_global_changed_in_a_graph_loop_is_named_in_the_error():
     message = str(info.value)
     assert "global variable COUNT" in message and "test_exact_semantics.py" in message
     assert "Undefined" not in message
+
+
+# --------------------------------------------------------------------------- dicts changed in graph branches and loops
+
+def nested_dict_item_set_in_a_tensor_if(x):
+    d = {"a": {"v": x}}
+    if x > 0:
+        d["a"]["v"] = x * 2
+    return d
+
+
+def nested_list_item_set_in_a_tensor_if(x):
+    d = {"a": [x, x]}
+    if x > 0:
+        d["a"][1] = x * 2
+    else:
+        d["a"][0] += 1.0
+    return d
+
+
+def dict_gains_a_key_in_a_graph_loop(n, x):
+    d = {"t": 0.0}
+    for i in range(n):
+        d["s"] = x * i
+        if d["s"] > 1:
+            d["t"] = d["t"] + d["s"]
+    return d
+
+
+def nested_dict_gains_keys_in_a_graph_loop(n, x):
+    d = {"a": {}}
+    for i in range(n):
+        d["a"]["k"] = x + i
+        d["a"]["j"] = d["a"]["k"] * 2
+    return d["a"]["j"] + 1
+
+
+@pytest.mark.parametrize("fn,argsets", [
+    (nested_dict_item_set_in_a_tensor_if, [(1.0,), (-1.0,)]),
+    (nested_list_item_set_in_a_tensor_if, [(1.0,), (-1.0,)]),
+    (dict_gains_a_key_in_a_graph_loop, [(3, 1.0), (1, 2.0)]),
+    (nested_dict_gains_keys_in_a_graph_loop, [(3, 1.0)]),
+], ids=lambda v: getattr(v, "__name__", ""))
+def test_containers_changed_in_graph_branches_and_loops(fn, argsets):
+    assert_converted_equivalent(fn, *argsets)
+
+
+def test_a_dict_key_first_assigned_in_a_loop_that_runs_zero_times_is_named_when_the_graph_runs():
+    converted = transpile.function(dict_gains_a_key_in_a_graph_loop)
+    with pytest.raises(Exception, match=r"d\['s'\] is used .* but was never assigned: the for loop at .*"
+                                        r"test_exact_semantics.py:\d+, which ran zero times"):
+        converted(0, 1.0)

@@ -116,6 +116,8 @@ class _Analyzer(gast.NodeVisitor):
         self.scope.modified.add(qn)
         if qn.is_composite:
             self.scope.read |= qn.parent.support | qn.key_names
+            if qn.key is not None:  # an item changed in place changes its container: d['a']['v'] = x changes d
+                self._modify(qn.parent)
 
     def visit_Name(self, node):
         qn = QN(node.id)

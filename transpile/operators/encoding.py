@@ -186,6 +186,27 @@ def replace_at(value, path, fn):
     return type(value)(*items) if hasattr(type(value), "_fields") else type(value)(items)
 
 
+def insert_at(value, path, item):
+    """`value` with `item` at `path`, whose last key is a new dict key (containers rebuilt, not changed)."""
+    if len(path) == 1:
+        return type(value)({**value, path[0]: item})
+    return replace_at(value, path[:1], lambda inner: insert_at(inner, path[1:], item))
+
+
+def added_keys(before, after, path=()):
+    """(path, value) of each dict key that `after` has and `before` lacks, in dicts at the same place
+    in both (nested in dicts, lists and tuples)."""
+    if isinstance(before, dict) and isinstance(after, dict) and set(before) <= set(after):
+        for k, v in after.items():
+            if k in before:
+                yield from added_keys(before[k], v, path + (k,))
+            else:
+                yield path + (k,), v
+    elif isinstance(before, (list, tuple)) and type(before) is type(after) and len(before) == len(after):
+        for i, (a, b) in enumerate(zip(before, after)):
+            yield from added_keys(a, b, path + (i,))
+
+
 def value_at(value, path):
     """The item at `path` in `value`."""
     for key in path:

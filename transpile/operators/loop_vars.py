@@ -11,7 +11,8 @@ from graph import nest
 from graph.node import Tensor
 from transpile.operators.arrays import MutableArray
 from transpile.operators.data_structures import ElementProbe, TensorList, as_tensor_list, list_builder
-from transpile.operators.encoding import list_paths, replace_at, spec_of, value_at, zeros_like_spec
+from transpile.operators.encoding import (added_keys, insert_at, list_paths, replace_at, spec_of, value_at,
+                                          zeros_like_spec)
 from transpile.operators.leaves import (cast_leaves, convert_leaf, describe, is_composite, is_convertible,
                                         is_flat_numeric_list, is_numeric, is_weak, leaf_dtype, same_leaves,
                                         variable_label)
@@ -23,6 +24,8 @@ from transpile.operators.values import MaybeDefined, PartiallyDefined, Undefined
 #   ("probe",)                not carried, traced once as a Python number to learn the dtype the body gives it
 #   ("tensor", dtypes)        its leaves as tensors (of these dtypes; None: their own)
 #   ("tensor", None, paths)   the same, with the lists at these paths (see encoding.list_paths) as TensorArrays
+#   ("tensor", None, paths, added)   the same, with dict keys the body adds: (path, spec) each, MaybeDefined
+#                             in the loop (its value is defined once the body has assigned it)
 #   ("maybe", spec)           a MaybeDefined: first assigned in the body, undefined if the loop runs zero times
 #   ("zeros", spec)           the return value, a placeholder of this spec until the body returns
 #   ("accumulate",)           a Python list appended to in the body, as a TensorList
@@ -107,6 +110,10 @@ def initial_value(value, mode, name, where):
         paths = mode[2] if len(mode) > 2 else ()
         for path, dtype, element_shape, _ in paths:  # lists the body turns into TensorArrays
             value = replace_at(value, path, lambda v: as_tensor_list(v, dtype, element_shape, name))
+        for path, spec in (mode[3] if len(mode) > 3 else ()):  # dict keys the body adds
+            label = item_label(name, path)
+            value = insert_at(value, path, MaybeDefined(label, zeros_like_spec(spec, label), graph.constant(False),
+                                                        where))
         if is_composite(value) and not isinstance(value, (list, tuple, dict)):
             return value
         dtypes = mode[1]
@@ -124,6 +131,11 @@ def initial_value(value, mode, name, where):
             return list_builder(value) or TensorList.from_list(value, name=name)
         return TensorList.from_list(value, name=name, dtype=inference.dtype, probe=inference.probe())
     raise AssertionError(kind)
+
+
+def item_label(name: str, path) -> str:
+    """How code names the item at `path` in variable `name`: `d['s']`."""
+    return name + "".join(f"[{k!r}]" for k in path)
 
 
 def body_output(v_in, v_out, mode, name, meta):
@@ -193,13 +205,28 @@ def body_output(v_in, v_out, mode, name, meta):
         raise StagingError(f"{label} is undefined at the end of the graph loop body{at}")
     if isinstance(v_out, MaybeDefined):
         raise StagingError(f"{label} may be undefined at the end of the graph loop body{at}")
+    added = tuple(added_keys(v_in, v_out))
+    if added:  # the body adds keys to a dict: they enter the loop undefined
+        for path, v in added:
+            if not is_convertible(v):
+                raise StagingError(f"{item_label(name, path)} is first assigned {describe(v)} in a graph loop"
+                                   f"{at}; a graph loop can only carry tensors and numbers")
+        known = mode[2] if len(mode) > 2 else ()
+        return None, ("tensor", None, known, (mode[3] if len(mode) > 3 else ()) + tuple(
+            (path, spec_of(v.value if isinstance(v, MaybeDefined) else v)) for path, v in added))
+    for path, _ in (mode[3] if len(mode) > 3 else ()):
+        item, assigned = value_at(v_in, path), value_at(v_out, path)
+        if not isinstance(assigned, MaybeDefined):  # assigned in this iteration
+            dtypes = [t.dtype for t in nest.flatten(item.value)]
+            v_out = replace_at(v_out, path, lambda v: MaybeDefined(item.name, cast_leaves(v, dtypes),
+                                                                  graph.constant(True), item.where))
     paths = tuple(list_paths(v_in, v_out))
     if paths:
         # a list inside the variable became a TensorArray (a list built in a nested loop), or the other way
         grow = tuple(p for p in paths if not isinstance(value_at(v_in, p[0]), TensorList))
         if grow:
             known = mode[2] if len(mode) > 2 else ()
-            return None, ("tensor", None, known + grow)
+            return None, ("tensor", None, known + grow) + tuple(mode[3:])
         for path, dtype, element_shape, _ in paths:
             v_out = replace_at(v_out, path, lambda v: as_tensor_list(v, dtype, element_shape, name))
     if not nest.same_structure(v_in, v_out) or is_composite(v_in) != is_composite(v_out):

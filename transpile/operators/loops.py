@@ -17,6 +17,7 @@ from transpile.operators.loop_vars import (ElementInference, body_output, dtype_
 from transpile.operators.staging import (Promote, Retry, StagingError, anchor_effects, build_until_settled,
                                          learn_weak_numbers_first, predicate, warn_at_user_line)
 from transpile.operators.trace_state import LoopFrame, trace_state, trial_build
+from transpile.operators.values import MaybeDefined
 
 _UNROLL_WARNING_ITERATIONS = 1000
 _warned_unrolled: set = set()  # code objects of loop bodies already warned about
@@ -128,6 +129,8 @@ def _graph_loop(cond_fn, body_fn, internal, state, names, meta, kind: str, loop_
             frame = LoopFrame(token, lists, weak_probes=probes)
             loops.append(frame)
             nodes_before = len(g.nodes)
+            # dicts as they enter the iteration: the body may add keys to them in place
+            entering = [fresh_containers((v,))[0] if isinstance(v, dict) else v for v in current]
             try:
                 new_internal, out = traced(body_fn, current, vs[:len(internal)], current)
             finally:
@@ -144,8 +147,7 @@ def _graph_loop(cond_fn, body_fn, internal, state, names, meta, kind: str, loop_
             if changes:
                 raise Retry(token, changes)
             for i in range(len(state)):
-                v_in = current[i]
-                value, change = body_output(v_in, out[i], modes[i], names[i], meta)
+                value, change = body_output(entering[i], out[i], modes[i], names[i], meta)
                 if change is not None:
                     changes[i] = change
                 elif modes[i][0] not in ("fixed", "probe"):
@@ -189,6 +191,9 @@ def _graph_loop(cond_fn, body_fn, internal, state, names, meta, kind: str, loop_
             for path, *_ in (modes[i][2] if modes[i][0] == "tensor" and len(modes[i]) > 2 else ()):
                 if not isinstance(value_at(state[i], path), TensorList):  # outside its loops: a tensor
                     final[i] = replace_at(final[i], path, stacked_list)
+            for path, _ in (modes[i][3] if modes[i][0] == "tensor" and len(modes[i]) > 3 else ()):
+                # a key the body adds is there after the loop; the run fails if the loop never assigned it
+                final[i] = replace_at(final[i], path, MaybeDefined.read)
         return outs[:len(internal)], final
 
     def adjust(changes: dict) -> None:

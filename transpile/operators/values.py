@@ -108,8 +108,8 @@ class MaybeDefined:
     def read(self):
         loc = user_location()
         at = f" at {loc}" if loc else ""
-        check = graph.assert_(self.defined, f"variable '{self.name}' is used{at} but was never assigned: "
-                                            f"{self.where}")
+        what = f"variable '{self.name}'" if self.name.isidentifier() else self.name  # or an item: d['s']
+        check = graph.assert_(self.defined, f"{what} is used{at} but was never assigned: {self.where}")
         with graph.control_dependencies([check]):
             return nest.map_structure(lambda t: graph.identity(t) if isinstance(t, Tensor) else t, self.value)
 
