@@ -31,7 +31,7 @@ def one_sided_with_else(x):
 
 def tensor_break_in_python_loop(x):
     s = 0.0
-    for v in [1.0, 2.0, 3.0]:  # <- error
+    for v in iter([1.0, 2.0, 3.0]):  # <- error
         s += v * x
         if s > 3:
             break
@@ -161,7 +161,7 @@ CASES = [
     (one_sided_with_else, (1.0,), (), transpile.ConditionallyDefinedError,
      "but not in the false branch (line {def_line_plus_4})"),
     (tensor_break_in_python_loop, (1.0,), (), transpile.StagingError,
-     "iterates over list [value, value, value], so it runs in Python"),
+     "iterates over a list_iterator, so it runs in Python"),
     (used_after_zero_trip_loop, (0,), (), RunError, "variable 'y' is used at {file}:{line} but was never assigned"),
     (loop_dtype_change, (3,), (), Exception, "loop variable 's' has dtype int32 before the loop and float64"),
     (loop_structure_change, (3,), (), transpile.StagingError,

@@ -337,3 +337,45 @@ def test_a_dict_key_first_assigned_in_a_loop_that_runs_zero_times_is_named_when_
     with pytest.raises(Exception, match=r"d\['s'\] is used .* but was never assigned: the for loop at .*"
                                         r"test_exact_semantics.py:\d+, which ran zero times"):
         converted(0, 1.0)
+
+
+# --------------------------------------------------------------------------- static loops with a tensor-dependent exit
+
+class Layers:
+    def __init__(self):
+        self.weights = [np.eye(2) * 0.5, np.eye(2) * 2.0, np.eye(2) * 3.0]
+
+    def forward(self, x, limit):
+        h = x
+        for i in range(3):
+            h = self.weights[i] @ h
+            if np.sum(h) > limit:
+                break
+        return h
+
+
+def python_list_with_a_tensor_break(x, limit):
+    h = x
+    for w in [0.5, 2.0, 3.0]:
+        h = h * w
+        if h > limit:
+            break
+    return h
+
+
+def static_range_with_a_tensor_return(x, limit):
+    scales = {0: 1.5, 1: -2.0, 2: 0.5}
+    for i in range(3):
+        x = x * scales[i]
+        if x > limit:
+            return x, i
+    return x, -1
+
+
+@pytest.mark.parametrize("fn,argsets", [
+    (Layers().forward, [(np.ones(2), 0.5), (np.ones(2), 100.0)]),
+    (python_list_with_a_tensor_break, [(1.0, 0.7), (1.0, 100.0), (-1.0, 0.0)]),
+    (static_range_with_a_tensor_return, [(1.0, 1.0), (1.0, 100.0), (-1.0, 2.0)]),
+], ids=lambda v: getattr(v, "__name__", ""))
+def test_a_static_loop_with_a_tensor_exit_keeps_its_items_python_values(fn, argsets):
+    assert_converted_equivalent(fn, *argsets)

@@ -7,6 +7,7 @@ import numpy as np
 import graph
 from transpile import conversion
 from transpile.operators.arrays import CarriedWrites, journal_mark, undo_writes
+from transpile.operators.conditionals import graph_cond
 from transpile.operators.data_structures import ElementsUnknown, TensorList, list_builder, stacked_list
 from transpile.operators.encoding import (builder_paths, fresh_containers, pack_result, replace_at, unpack_outputs,
                                           value_at)
@@ -272,7 +273,12 @@ def for_stmt(iterable, loop_body, state=(), names=(), loop_test=None):
 
     Iterating over a tensor (its first axis), a TensorArray, `range` with
     tensor bounds, or `enumerate`/`zip` of those builds a graph loop. Other
-    iterables run in Python while the graph is built.
+    iterables run in Python while the graph is built. When whether such a loop
+    goes on depends on a graph tensor (a `break` or `return` under a tensor
+    condition), a `range` loop becomes a graph loop; where its body needs the
+    index as a Python int (`self.layers[i]`), and for other iterables of known
+    length, each remaining iteration runs in a graph cond on the loop test
+    instead (`_guarded_iterations`), so items stay Python values.
     """
     state, names = tuple(state), tuple(names)
     meta = conversion.metadata_for(loop_body)
@@ -295,12 +301,14 @@ def for_stmt(iterable, loop_body, state=(), names=(), loop_test=None):
                 if is_tensor(go):
                     if isinstance(iterable, range):
                         raise Promote(frame.token)
+                    if hasattr(iterable, "__len__"):
+                        return _guarded_iterations(items, loop_body, state, names, loop_test, where, go)
                     raise StagingError(
                         f"{where} iterates over {describe(iterable)}, so it runs in Python while the graph is "
                         "built, but whether it stops early (a `break` or `return` inside it) depends on a graph "
-                        "tensor. Iterate over a tensor instead (e.g. `for v in np.asarray(values)` on an array "
-                        "argument, or `range(n)` with a tensor n) so that it becomes a graph loop, or make the "
-                        "condition a Python value")
+                        "tensor, and the iterable has no length to bound it. Iterate over a list or a tensor "
+                        "instead (e.g. `for v in list(values)`, `for v in np.asarray(values)` on an array "
+                        "argument, or `range(n)` with a tensor n), or make the condition a Python value")
                 if not go:
                     break
             try:
@@ -319,7 +327,53 @@ def for_stmt(iterable, loop_body, state=(), names=(), loop_test=None):
     g.rollback(checkpoint)
     undo_writes(written_mark)
     src = RangeSource(iterable.start, iterable.stop, iterable.step)
-    return _graph_for(src, loop_body, start, names, loop_test, meta, where)
+    unrolled_start = fresh_containers(start)
+    try:
+        return _graph_for(src, loop_body, start, names, loop_test, meta, where)
+    except Exception as graph_loop_error:
+        # e.g. the index used as a Python int (a list index): the range is static, so iterating it in
+        # Python with each iteration in a graph cond gives the same result
+        g.rollback(checkpoint)
+        undo_writes(written_mark)
+        try:
+            return _guarded_iterations(iter(iterable), loop_body, unrolled_start, names, loop_test, where)
+        except Exception as e:
+            e.add_note(f"note: {where} goes on or stops depending on a graph tensor (a `break` or `return` "
+                       f"inside it). Built as a graph loop it failed with: {graph_loop_error}")
+            raise
+
+
+def _guarded_iterations(items, loop_body, state, names, loop_test, where, go=None):
+    """The rest of a Python `for` loop whose test (`go`: its value now) has become a graph tensor::
+
+        for item in items:
+            if not loop_test(*state):
+                break
+            state = loop_body(item, *state)
+
+    with each iteration under a tensor test built as a graph cond that runs the
+    body or leaves the state as it is: items (a list's, a range's index) stay
+    Python values, and the graph has one cond per remaining item.
+    """
+    g = graph.get_default_graph()
+    nodes_before, iterations = len(g.nodes), 0
+
+    def skip(*values):
+        return pack_result(values, names)
+
+    for item in items:
+        go = loop_test(*state) if go is None else go
+        if not is_tensor(go):
+            if not go:
+                break
+            out = loop_body(item, *state)
+        else:
+            out = graph_cond(predicate(go, where), lambda *values, item=item: loop_body(item, *values), skip,
+                             state, names, f"an iteration of {where}")
+        state, go = unpack_outputs(out, names), None
+        iterations += 1
+        _check_unrolling(loop_body, iterations, g, nodes_before)
+    return pack_result(state, names) if names else None
 
 
 def _graph_for(source: Source, loop_body, state, names, loop_test, meta, where):
