@@ -7,6 +7,8 @@ gradient is built by control_flow_grad; everything else is a node unit.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from graph.control_flow.contexts import CondContext, CondState, WhileContext
 from graph.control_flow.stack import pushed_values, stack_of
 from graph.core import Node, Tensor
@@ -59,6 +61,54 @@ def variable_of(read: Node):
         if v is not None:
             return v
     raise GraphError(f"gradients: cannot find the variable read by {read.name}")
+
+
+@dataclass(frozen=True, slots=True)
+class Target:
+    """One x of a `gradients` call and the tensors its gradient is the sum over: a tensor itself, or
+    all the reads of a Variable."""
+    x: object
+    sources: tuple[Tensor, ...]
+
+    @property
+    def is_variable(self) -> bool:
+        return getattr(self.x, "is_variable", False)
+
+    def describe(self) -> str:
+        if self.is_variable:
+            return f"Variable {self.x.name!r}"
+        t = self.x
+        var = loop_variable_of(t)
+        if var is not None:
+            return var[0].loop_var_name(var[1])
+        return t.name + (f" (built at {t.node.source})" if t.node.source else "")
+
+
+def loop_variable_of(t: Tensor) -> tuple[WhileContext, int] | None:
+    """(loop, k) when `t` is loop variable k of `loop`, as its body (Switch) or condition (Merge) sees it."""
+    t = origin(t)
+    loop = t.node.context
+    if not isinstance(loop, WhileContext):
+        return None
+    for k, (m, sw) in enumerate(zip(loop.merges, loop.switches, strict=False)):
+        if t is m.outputs[0] or t is sw.outputs[1]:
+            return loop, k
+    return None
+
+
+def origin(t: Tensor) -> Tensor:
+    """The value `t` stands for: through Identity, a loop constant's Enter and a cond's Switch."""
+    while True:
+        n = t.node
+        if n.op == "Identity" and n.inputs:
+            t = n.inputs[0]
+        elif n.op == "Enter" and n.attrs.get("is_constant"):
+            t = n.inputs[0]
+        elif n.op == "Switch" and n.inputs[1].node.op != "LoopCond":  # a cond's: its outputs are its input
+            t = n.inputs[0]
+        else:
+            return t
+
 
 
 class GraphIndex:
@@ -210,14 +260,14 @@ class GraphIndex:
         return order
 
     # -- reachability ---------------------------------------------------------------------
-    def forward_reach(self, sources: list[Tensor]) -> set[Tensor]:
-        """Tensors that depend differentiably on `sources`."""
+    def forward_reach(self, sources: list[Tensor], stop: frozenset[Node] = frozenset()) -> set[Tensor]:
+        """Tensors that depend differentiably on `sources` (through no node of `stop`)."""
         seen = {t for t in sources if differentiable_dtype(t)}
         work = list(seen)
         while work:
             t = work.pop()
             for n, i in self.consumers.get(t, ()):
-                if not is_differentiable(n):
+                if not is_differentiable(n) or n in stop:
                     continue
                 outs = list(n.outputs)
                 k = _slot_position(n, i)

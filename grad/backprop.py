@@ -1,6 +1,7 @@
 """Reverse mode over one region: its units in reverse topological order, gradients summed per tensor."""
 from __future__ import annotations
 
+from graph.control_flow.contexts import CondState, WhileContext
 from graph.control_flow.stack import stack_of
 from graph.core import Node, Tensor
 from graph.errors import GraphError
@@ -10,21 +11,29 @@ from grad.build_state import GradState
 from grad.registry import GradOp, construct_gradient_rule, gradient_rule, is_differentiable
 
 
-def backprop_region(state: GradState, region, seeds: dict[Tensor, Tensor]) -> tuple[Grads, dict]:
+def backprop_region(state: GradState, region, seeds: dict[Tensor, Tensor], skip=None,
+                    loop_between: WhileContext | None = None) -> tuple[Grads, dict]:
     """Propagates `seeds` (gradients of tensors of `region`) back through the region.
 
     Returns (Grads, {variable: [gradient contributions]}): the Grads hold the
     gradients of everything the region's units read, including the values that
-    enter it (Switch outputs, loop constants, loop-variable inputs).
+    enter it (Switch outputs, loop constants, loop-variable inputs). `skip`: a
+    unit left out (the one `gradients` is called inside, see grad.enclosing);
+    `loop_between`: the loop body between the region and where the gradient is
+    built, if any (its conds and loops cannot be differentiated from there).
     """
     grads = Grads()
     for t, g in seeds.items():
         grads.add(t, g)
     var_grads: dict = {}
     for unit in reversed(state.index.units(region)):
+        if unit is skip:
+            continue
         if isinstance(unit, Node):
             _node_grad(state, unit, grads, var_grads)
         else:
+            if loop_between is not None and _receives_gradient(state, unit, grads):
+                raise _outside_loop_error(unit, loop_between)
             _construct_grad(state, unit, grads, var_grads)
     for t in grads.keys():
         # A gradient for a value inside a nested cond (sent by a gradient cond that read it)
@@ -34,6 +43,21 @@ def backprop_region(state: GradState, region, seeds: dict[Tensor, Tensor]) -> tu
             raise GraphError(f"gradients: internal error: the gradient of {t.name} arrived after "
                              f"{ctx.describe()} was differentiated")
     return grads, var_grads
+
+
+def _receives_gradient(state: GradState, unit, grads: Grads) -> bool:
+    """Whether a gradient reaches cond or loop `unit` through its outputs."""
+    outs = [m.outputs[0] for m in state.index.merges_of(unit)] if isinstance(unit, CondState) \
+        else [e.outputs[0] for e in unit.exits]
+    return any(state.is_active(t) and grads.total(t) is not None for t in outs)
+
+
+def _outside_loop_error(unit, loop: WhileContext) -> GraphError:
+    what = f"the cond at {unit.source}" if isinstance(unit, CondState) else unit.describe()
+    return GraphError(f"gradients: called inside {loop.describe()}, it would differentiate {what}, which ran "
+                      "before the loop: its gradient would be built in every iteration from values it saved once. "
+                      "Take the gradient outside the loop, or compute the value being differentiated inside the "
+                      "loop body.")
 
 
 def _construct_grad(state: GradState, unit, grads: Grads, var_grads: dict) -> None:

@@ -54,6 +54,9 @@ class GradState:
     def __init__(self, graph, top, index: GraphIndex, active: set[Tensor]):
         self.graph = graph
         self.top = top                 # the context `gradients` was called in
+        # where stacks are created: `top`, or the enclosing region being walked (grad.enclosing),
+        # which runs whenever both a forward loop in it and the gradient built in `top` run
+        self.home = top
         self.index = index
         self.active = active           # tensors on a differentiable path from xs to ys
         self.mirror: dict = {}
@@ -92,6 +95,18 @@ class GradState:
     def visible(self, ctx) -> bool:
         """Whether values of context `ctx` can be used (routed) where nodes are being built now."""
         return ctx is None or any(c is ctx for c in ancestors(self.graph.context))
+
+    @contextmanager
+    def walking(self, region):
+        """While the units of `region`, an enclosing region of `top` in the same frame, are being
+        differentiated (grad.enclosing): their stacks are created there."""
+        if (region.frame if region is not None else None) is not (self.top.frame if self.top is not None else None):
+            raise GraphError("gradients: internal error: stacks for a region of another frame")
+        home, self.home = self.home, region
+        try:
+            yield
+        finally:
+            self.home = home
 
     @contextmanager
     def reversing(self, forward: WhileContext, backward: WhileContext, counter, index: Tensor):
@@ -238,7 +253,7 @@ class GradState:
         return out
 
     def new_stack(self, what: str) -> Tensor:
-        with self.graph.in_context(self.top):
+        with self.graph.in_context(self.home):
             return stack_new(name=what)
 
     def push(self, handle: Tensor, values: list[Tensor], ctx, keys: list[Tensor], name: str | None = None) -> Node:
@@ -249,7 +264,7 @@ class GradState:
             node = graph.create_node("StackPush", ins, {"swap_memory": bool(ctx.frame.swap_memory),
                                                         "num_values": len(values)},
                                      name=name or "save_" + _short(values[0]), context=ctx)
-        _saved.wait_in_iteration(node, self.top, self.deferred)
+        _saved.wait_in_iteration(node, self.home, self.deferred)
         return node
 
     # -- shapes and zeros -------------------------------------------------------------------
@@ -317,7 +332,7 @@ class GradientStack:
         graph = state.graph
         waits = []
         for p in self.pushes:
-            loop = _outermost_loop(p.context, state.top)
+            loop = _outermost_loop(p.context, state.home)
             waits.append(_saved.counter_for(loop).exit.node if loop is not None else p)
         handle = route(where, self.handle) if where is not None else self.handle
         # raw: a wait may sit in another branch of a cond on the same predicate, live exactly when this is

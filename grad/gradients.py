@@ -3,27 +3,45 @@ from __future__ import annotations
 
 from graph import dtypes as _dt
 from graph import nest
-from graph.control_flow.contexts import CondContext
 from graph.core import Tensor
-from graph.errors import GraphError
+from graph.errors import GraphError, user_location
 from graph.ops.conversion import convert
 from graph.ops.creation import ones_like, zeros
 from grad.accumulate import add_n, conform
-from grad.analysis import GraphIndex, ancestors, differentiable_dtype, is_within, variable_of
-from grad.backprop import backprop_region
+from grad.analysis import GraphIndex, Target, ancestors, differentiable_dtype, variable_of
 from grad.build_state import GradState
+from grad.carried import check_carried
+from grad.enclosing import Walk, backprop_outwards
+from grad.non_differentiable import MODES as NON_DIFFERENTIABLE_MODES
+from grad.non_differentiable import blocking_ops, report
 
 
-def gradients(ys, xs, grad_ys=None, unconnected: str = "zero", name: str = "gradients"):
+def gradients(ys, xs, grad_ys=None, unconnected: str = "zero", non_differentiable: str = "warn",
+              name: str = "gradients"):
     """The gradients of `sum(ys)` with respect to each of `xs`, as graph tensors.
 
     `ys`: a tensor or a structure of tensors; `grad_ys`: the gradients flowing
     into them (same structure; default: ones). `xs`: tensors and/or Variables,
     in any structure; the result has the same structure. A Variable's gradient
     sums over all its reads in the graph, including reads inside loop bodies
-    (accumulated across iterations). Integer and bool tensors are not
-    differentiated (their gradient is None) and `stop_gradient` stops the flow.
-    An x that `ys` do not depend on gets zeros, or None with `unconnected="none"`.
+    (accumulated across iterations).
+
+    What has no gradient: integer and bool xs get None. `stop_gradient` stops
+    the flow on purpose. An x that the ys do not depend on gets zeros, or None
+    with `unconnected="none"`. An x that the ys depend on only through ops
+    without a gradient (`argmax`, comparisons, and so the predicates of conds and
+    loops, casts to integers, integer arithmetic, `round`) gets the same, and
+    `non_differentiable` says what else happens: "warn" (a
+    `NonDifferentiableWarning` naming those ops and the lines that built them),
+    "error" (a GraphError saying the same) or "ignore".
+
+    Called inside a cond branch or a loop body, `gradients` differentiates what
+    the Python code means there, including values computed before the branch or
+    in the enclosing loop body; a gradient taken inside a loop body covers the
+    current iteration, and where the ys read a loop variable that an x shaped in
+    an earlier iteration (a loss carried over from the previous iteration) it
+    raises a GraphError naming the variable and the loop rather than return
+    part of the gradient (grad.carried).
 
     The backward computation is graph nodes run by the same executor: the
     gradient of a cond is a cond on the same predicate, the gradient of a
@@ -32,6 +50,9 @@ def gradients(ys, xs, grad_ys=None, unconnected: str = "zero", name: str = "grad
     """
     if unconnected not in ("zero", "none"):
         raise ValueError(f"unconnected must be 'zero' or 'none', got {unconnected!r}")
+    if non_differentiable not in NON_DIFFERENTIABLE_MODES:
+        raise ValueError(f"non_differentiable must be one of {', '.join(map(repr, NON_DIFFERENTIABLE_MODES))}, "
+                         f"got {non_differentiable!r}")
     y_list = [convert(y) for y in nest.flatten(ys)]
     if not y_list:
         raise GraphError("gradients needs at least one y")
@@ -45,20 +66,26 @@ def gradients(ys, xs, grad_ys=None, unconnected: str = "zero", name: str = "grad
             raise GraphError(f"gradients: cannot differentiate {y.dtype} tensor {y.name}; only floating-point "
                              "values have gradients (cast it to a float dtype first)")
     seeds = _seeds(y_list, grad_ys)
-    x_list = nest.flatten(xs)
     index = GraphIndex(graph)
-    targets = [_targets(x, top, index) for x in x_list]
-    sources = [t for ts in targets for t in ts[0] + ts[1]]
-    fwd = index.forward_reach(sources)
+    targets = [_target(x, top, index) for x in nest.flatten(xs)]
+    where = user_location()
+    check_carried(index, top, y_list, targets, where)
+    fwd = index.forward_reach([t for target in targets for t in target.sources])
     active = fwd & index.backward_reach(y_list, fwd)
     state = GradState(graph, top, index, active)
     with graph.name_scope(name), graph.control_dependencies(None):
         seed_grads: dict[Tensor, list] = {}
         for y, g in zip(y_list, seeds, strict=True):
             seed_grads.setdefault(y, []).append(g if g is not None else _ones_like(y))
-        grads, var_grads = backprop_region(state, top, {y: add_n(gs) for y, gs in seed_grads.items()})
-        out = [_result(x, inner, outer, grads, var_grads, state, unconnected)
-               for x, (inner, outer) in zip(x_list, targets, strict=True)]
+        walk = backprop_outwards(state, top, {y: add_n(gs) for y, gs in seed_grads.items()})
+        out = []
+        for target in targets:
+            g = _gradient(target, walk, state) if _has_gradient_dtype(target) else None
+            if g is None and _has_gradient_dtype(target):
+                report(non_differentiable, target, blocking_ops(index, target, y_list), unconnected, where)
+                if unconnected == "zero":
+                    g = _zeros(target, state)
+            out.append(g)
     return nest.pack_as(xs, out)
 
 
@@ -92,62 +119,36 @@ def _ones_like(y: Tensor) -> Tensor:
     return ones_like(y)
 
 
-def _is_variable(x) -> bool:
-    return getattr(x, "is_variable", False)
-
-
-def _targets(x, top, index: GraphIndex) -> tuple[list[Tensor], list[Tensor]]:
-    """(read/tensor handles inside the region of `top`, their outer ones' representatives in it)."""
-    if _is_variable(x):
-        inner, outer = [], []
-        for r in index.variable_reads:
-            if variable_of(r) is not x:
-                continue
-            t = r.outputs[0]
-            if is_within(r.context, top):
-                inner.append(t)
-            elif any(c is r.context for c in ancestors(top)):
-                rep = _representative(t, top)
-                if rep is not None:
-                    outer.append(rep)
-        return inner, outer
+def _target(x, top, index: GraphIndex) -> Target:
+    """x and the tensors its gradient sums over: a tensor itself, or every read of a Variable (the
+    walk reaches those it depends on, wherever they are)."""
+    if getattr(x, "is_variable", False):
+        return Target(x, tuple(r.outputs[0] for r in index.variable_reads if variable_of(r) is x))
     if not isinstance(x, Tensor):
         raise TypeError(f"gradients: xs must be graph tensors or Variables, got {type(x).__name__}")
     check_visible_from(x, top, "x")
-    rep = _representative(x, top)
-    return [], ([rep] if rep is not None else [])
+    return Target(x, (x,))
 
 
-def _representative(t: Tensor, top) -> Tensor | None:
-    """The value by which `t` (from an enclosing context) is seen inside `top`, if it is used there."""
-    chain = []
-    for c in ancestors(top):
-        if c is t.node.context:
-            break
-        chain.append(c)
-    for c in reversed(chain):
-        t = c.captured.get(t) if isinstance(c, CondContext) else c.constant_enters.get(t)
-        if t is None:
+def _gradient(target: Target, walk: Walk, state: GradState):
+    """x's gradient, or None when no differentiable path links it to the ys."""
+    if target.is_variable:
+        parts = walk.var_grads.get(target.x, [])
+        if not parts:
             return None
-    return t
+        g = add_n(parts)
+        return conform(g, target.sources[0], "a variable") if target.sources else g
+    g = walk.total(state, target.x)
+    return conform(g, target.x, "gradients") if g is not None else None
 
 
-def _result(x, inner, outer, grads, var_grads, state, unconnected):
-    if _is_variable(x):
-        parts = list(var_grads.get(x, []))
-        parts += [g for g in (grads.total(t) for t in outer) if g is not None]
-        like = (inner + outer)[0] if inner or outer else None
-        if parts:
-            return conform(add_n(parts), like, "a variable") if like is not None else add_n(parts)
-        if unconnected == "none":
-            return None
-        value = x.value
+def _zeros(target: Target, state: GradState):
+    if target.is_variable:
+        value = target.x.value
         return zeros(tuple(value.shape), value.dtype)
-    if x.dtype is _dt.variant or not differentiable_dtype(x):
-        return None
-    g = grads.total(outer[0]) if outer else None
-    if g is not None:
-        return conform(g, x, "gradients")
-    if unconnected == "none":
-        return None
-    return state.zeros_like(x)
+    return state.zeros_like(target.x)
+
+
+def _has_gradient_dtype(target: Target) -> bool:
+    x = target.x
+    return target.is_variable or (x.dtype is not _dt.variant and differentiable_dtype(x))

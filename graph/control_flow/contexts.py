@@ -167,6 +167,7 @@ class WhileContext(_ContextBase):
         # id(Variable) -> its value read once before the loop: the loop never assigns it
         self.hoisted_reads: dict[int, Tensor] = {}
         self._body_pivot: Node | None = None
+        self._when_complete: list = []   # checks that need the whole loop (see `when_complete`)
 
     @property
     def frame(self):
@@ -192,6 +193,18 @@ class WhileContext(_ContextBase):
 
     def make_exit(self, t: Tensor) -> Node:
         return t.graph.create_node("Exit", [t], name="Exit", context=self.outer)
+
+    def when_complete(self, check) -> None:
+        """Calls `check(self)` once the loop is complete (body and NextIterations built, final trace),
+        before `while_loop` returns: for code run while tracing the body that needs all of it (what
+        the rest of the body makes of the loop variables, say)."""
+        self._when_complete.append(check)
+
+    def complete(self) -> None:
+        """Runs the `when_complete` checks; `while_loop` calls it once its final trace is built."""
+        checks, self._when_complete = self._when_complete, []
+        for check in checks:
+            check(self)
 
     def is_invariant(self, t: Tensor) -> bool:
         n = t.node

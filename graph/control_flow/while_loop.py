@@ -69,6 +69,7 @@ def while_loop(cond, body, loop_vars, parallel_iterations: int = 32, maximum_ite
         invariant = [e for e in hoist if id(e[0]) not in written] + \
             [e for k, e in read.items() if k not in written]
         if relaxed == shapes and [id(v) for v, _ in invariant] == [id(v) for v, _ in hoist]:
+            ctx.complete()
             return nest.pack_as(structure, exits[:-1] if counted else exits)
         graph.rollback(checkpoint)
         shapes, hoist = relaxed, invariant

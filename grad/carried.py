@@ -1,0 +1,133 @@
+"""A gradient taken inside a loop body covers one iteration: where that would drop a path, an error.
+
+Inside a loop body, a loop variable's value was computed by the previous iteration
+(or before the loop). A gradient taken there (`gradients` called in the body, or in
+a branch inside it) is built from the current iteration's computation: when the
+differentiated value reads a loop variable that an x shaped in an earlier iteration
+(a loss carried over from the previous iteration, an RNN state that a weight fed),
+part of the gradient lies in iterations that are over, and the result would be
+silently wrong (zeros). `check_carried` raises then, naming the loop variable, the
+loop and what to write instead.
+
+What counts is whether an x's *value* can have reached the loop variable's current
+value, as in the Python program the graph was traced from:
+- a value computed in the current iteration cannot (it is newer);
+- a loop variable `w` reached `loss` if `loss` started as a function of `w`'s initial
+  value, or if the body computes `loss`'s next value from `w`'s next value (`w = w -
+  lr * g; loss = f(w)`); a `w` that the body passes on unchanged (or replaces by an
+  outer value) may hold an older value, and then any path from it counts;
+- any other x (an outer tensor; a Variable, whose reads in every iteration are reads
+  of the same Variable) reached it if a differentiable path leads from x to it.
+The body is still being traced when `gradients` runs: what the loop's initial values
+show is checked at once, the rest when the loop is complete (`WhileContext.when_complete`).
+"""
+from __future__ import annotations
+
+from graph.control_flow.contexts import WhileContext
+from graph.core import Tensor
+from graph.errors import GraphError, SourceLocation
+from grad.analysis import GraphIndex, Target, ancestors, differentiable_dtype, is_within, loop_variable_of, origin
+from grad.registry import is_differentiable
+
+
+def carried_reads(ys: list[Tensor], top) -> list[tuple[WhileContext, int]]:
+    """The loop variables of the loops around `top` that `ys` read in the current iteration, through
+    differentiable ops: (loop, k) pairs."""
+    loops = [c for c in ancestors(top) if isinstance(c, WhileContext)]
+    if not loops:
+        return []
+    boundary = {}
+    for loop in loops:
+        for k, (m, sw) in enumerate(zip(loop.merges, loop.switches, strict=False)):
+            boundary[m.outputs[0]] = boundary[sw.outputs[1]] = (loop, k)
+    found: dict[tuple[int, int], tuple[WhileContext, int]] = {}
+    seen = {t for t in ys if differentiable_dtype(t)}
+    work = list(seen)
+    while work:
+        t = work.pop()
+        hit = boundary.get(t)
+        if hit is not None:
+            found.setdefault((id(hit[0]), hit[1]), hit)
+            continue
+        n = t.node
+        if not is_differentiable(n):
+            continue
+        for i in n.inputs:
+            if i not in seen and differentiable_dtype(i):
+                seen.add(i)
+                work.append(i)
+    return list(found.values())
+
+
+def check_carried(index: GraphIndex, top, ys: list[Tensor], targets: list[Target],
+                  where: SourceLocation | None) -> None:
+    """Raises if a gradient taken in `top` (inside loops) would miss paths through earlier iterations
+    (see the module docstring); the part that needs the rest of a loop's body runs when it is complete."""
+    reads = carried_reads(ys, top)
+    targets = [t for t in targets if t.is_variable or differentiable_dtype(t.x)]
+    if not reads or not targets:
+        return
+    _check(index, reads, targets, where)
+    for loop in {id(loop): loop for loop, _ in reads}.values():
+        mine = [(lp, k) for lp, k in reads if lp is loop]
+        loop.when_complete(lambda lp, mine=mine: _check(GraphIndex(lp.graph), mine, targets, where))
+
+
+def _check(index: GraphIndex, reads, targets: list[Target], where) -> None:
+    for loop, k in reads:
+        for target in targets:
+            if _reached(index, loop, k, target):
+                raise _carried_error(loop, k, target, where)
+
+
+def _reached(index: GraphIndex, loop: WhileContext, j: int, target: Target) -> bool:
+    """Whether `target`'s value may have shaped loop variable j's value in the current iteration."""
+    hits = (loop.merges[j].outputs[0], loop.switches[j].outputs[1])
+    if target.is_variable:
+        return _reaches(index, list(target.sources), hits)
+    complete = len(loop.next_iterations) == len(loop.merges)
+    for o in {id(s): origin(s) for s in target.sources}.values():
+        var = loop_variable_of(o)
+        i = var[1] if var is not None and var[0] is loop else None
+        if i is None:
+            if is_within(o.node.context, loop):
+                continue  # computed in this iteration
+            if _reaches(index, [o], hits):
+                return True
+            continue
+        if i == j:
+            continue
+        first = origin(loop.enters[i].inputs[0])
+        init_j = loop.enters[j].inputs[0]
+        if origin(init_j) is first or init_j in index.forward_reach([first]):
+            return True
+        if not complete:
+            continue
+        new = origin(loop.next_iterations[i].inputs[0])
+        next_j = loop.next_iterations[j].inputs[0]
+        if origin(next_j) is new:
+            return True
+        new_var = loop_variable_of(new)
+        if is_within(new.node.context, loop) and (new_var is None or new_var[0] is not loop):
+            # a value of the iteration before: only what it computed after it counts
+            if next_j in index.forward_reach([new], stop=frozenset(loop.next_iterations)):
+                return True
+        elif _reaches(index, [o, new, first], hits):
+            return True
+    return False
+
+
+def _reaches(index: GraphIndex, sources: list[Tensor], hits) -> bool:
+    reach = index.forward_reach(sources)
+    return any(h in reach for h in hits)
+
+
+def _carried_error(loop: WhileContext, j: int, target: Target, where) -> GraphError:
+    var = loop.loop_var_name(j)
+    x = target.describe()
+    return GraphError(
+        f"gradients: the value being differentiated reads {var}, a loop variable of {loop.describe()}, whose "
+        f"value {x} shaped in an earlier iteration (or before the loop); a gradient taken inside the loop body "
+        "covers the current iteration only and would miss that part. Compute the value from "
+        f"{x} inside the iteration before differentiating it (`loss = f(w)`, then `gradients(loss, w)`, instead "
+        "of a `loss` carried over from the previous iteration), or take the gradient outside the loop.", where)
