@@ -13,10 +13,11 @@ ALLOWED = {
     "dist": {"graph", "exec"},
     "transpile": {"graph", "exec"},
 }
-# Within transpile, only the runtime helpers (every module of the operators package) and the api (api.py and
-# signatures.py, the call signatures its traces are cached under) may import graph, and only api.py may import
-# exec (to run). Entries are paths under transpile/; one ending in "/" is a package.
-TRANSPILE_USERS = {"graph": ("operators/", "api.py", "signatures.py"), "exec": ("api.py",)}
+# Within transpile, only the runtime helpers (every module of the operators package) and the api (api.py,
+# signatures.py, the call signatures its traces are cached under, and captured_state.py, the Python state they
+# read and write) may import graph, and only api.py may import exec (to run). Entries are paths under
+# transpile/; one ending in "/" is a package.
+TRANSPILE_USERS = {"graph": ("operators/", "api.py", "signatures.py", "captured_state.py"), "exec": ("api.py",)}
 
 
 def _may_import(path: pathlib.Path, top: str) -> bool:

@@ -11,12 +11,15 @@ import warnings
 import weakref
 from dataclasses import dataclass, field
 
+import numpy as np
+
 import graph
 import graph.errors
 from exec import Session
 from graph import nest
 from graph.node import Tensor
-from transpile import operators, signatures
+from transpile import captured_state, operators, signatures
+from transpile.operators.trace_state import trace_state
 
 logger = logging.getLogger("transpile")
 
@@ -121,6 +124,9 @@ class _Trace:
     # values of those inputs in that order
     fed_arguments: list = field(default_factory=list)
     run: object = None
+    # the Python state it reads and writes beyond its arguments (captured_state.py): guards checked and
+    # arrays fed at each call, writes applied after each run
+    captured: captured_state.CapturedInputs = captured_state.NONE
 
 
 class Function:
@@ -174,6 +180,7 @@ class Function:
         self._traces: dict = {}
         self._last: signatures.Signature | None = None
         self._variables = _VariableScope()
+        self._relaxed_captures: dict = {}  # source description -> the shape its captured array is traced with
         self._lock = threading.RLock()
         self.retrace_reports: list[str] = []
         self._per_instance: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
@@ -222,10 +229,12 @@ class Function:
                     if hit is not None:
                         trace, self._last = hit
                 if hit is not None:
-                    return self._run(trace, values)
+                    fed = trace.captured.read(values)  # None: the Python state it read changed
+                    if fed is not None:
+                        return self._run(trace, values, fed)
             sig, bound, values = self._bind(args, kwargs)
             trace = self._lookup(sig, bound, key)
-            return self._run(trace, values)
+            return self._run(trace, values, trace.captured.read(values))
         except Exception as e:
             _hide_internal_frames(e)
             raise
@@ -244,7 +253,7 @@ class Function:
 
     @property
     def traces(self) -> int:
-        return len(self._traces)
+        return sum(len(variants) for variants in self._traces.values())
 
     # -- tracing -----------------------------------------------------------------------------
     def _bind(self, args, kwargs) -> tuple[signatures.Signature, inspect.BoundArguments, list]:
@@ -259,31 +268,26 @@ class Function:
 
     def _lookup(self, sig: signatures.Signature, bound, call_key=None) -> _Trace:
         """The trace that runs a call of signature `sig` (traced now if none does); remembered
-        under `call_key` too, when the call has one."""
+        under `call_key` too, when the call has one. A signature has several traces when the Python
+        state they read (captured_state.py) differs between calls."""
         with self._lock:
-            trace = self._traces.get(sig.key)
-            if trace is None and self.relax_shapes:
-                trace = next((t for t in self._traces.values() if t.signature.accepts(sig)), None)
+            values = [v for _, _, v in signatures.expand_arguments(bound)]
+            variants = self._traces.get(sig.key)
+            if variants is None and self.relax_shapes:
+                variants = next((v for v in self._traces.values() if v[0].signature.accepts(sig)), None)
+            trace = next((t for t in variants or () if t.captured.read(values) is not None), None)
             if trace is None:
-                traced = sig
-                if self.relax_shapes:
-                    for t in list(self._traces.values()):
-                        relaxed = t.signature.relaxed_with(sig)
+                traced = sig if variants is None else variants[0].signature
+                if variants is None and self.relax_shapes:
+                    for v in list(self._traces.values()):
+                        relaxed = v[0].signature.relaxed_with(sig)
                         if relaxed is not None:
                             traced = relaxed
                             break
                 if self._traces:
-                    report = signatures.retrace_report(self._name, self._last, sig)
-                    if traced is not sig:
-                        report += f" (relaxed: {'; '.join(traced.names[i] + ': ' + traced.describe(i) for i in range(len(traced.names)) if traced.key[i] != sig.key[i])})"
-                    self.retrace_reports.append(report)
-                    logger.debug(report)
-                    if len(self._traces) == _RETRACE_WARNING_AFTER:
-                        warnings.warn(f"{self._name} was traced "
-                                      f"{_RETRACE_WARNING_AFTER + 1} times; see its retrace_reports ({report})",
-                                      stacklevel=3)
+                    self._report_retrace(sig, traced, variants[-1] if variants else None, values)
                 trace = self._trace(traced, bound)
-                self._traces[traced.key] = trace
+                self._traces.setdefault(traced.key, []).append(trace)
                 # with a new trace, relax_shapes may resolve a signature differently: start afresh
                 self._by_call_key.clear()
             self._last = sig
@@ -293,6 +297,30 @@ class Function:
                 self._by_call_key[call_key] = (trace, sig)
             return trace
 
+    def _report_retrace(self, sig, traced, same_signature: _Trace | None, values) -> None:
+        """Records why a call needs a new trace: its signature changed, or (`same_signature`: a trace of
+        its signature) the Python state that trace read did."""
+        if same_signature is not None:
+            report = f"retracing {self._name}: {same_signature.captured.change(values)}"
+            if self.relax_shapes:
+                self._relax_captured(same_signature, values)
+        else:
+            report = signatures.retrace_report(self._name, self._last, sig)
+            if traced is not sig:
+                report += f" (relaxed: {'; '.join(traced.names[i] + ': ' + traced.describe(i) for i in range(len(traced.names)) if traced.key[i] != sig.key[i])})"
+        self.retrace_reports.append(report)
+        logger.debug(report)
+        if self.traces == _RETRACE_WARNING_AFTER:
+            warnings.warn(f"{self._name} was traced {_RETRACE_WARNING_AFTER + 1} times; see its retrace_reports "
+                          f"({report})", stacklevel=4)
+
+    def _relax_captured(self, trace: _Trace, values) -> None:
+        """Under relax_shapes, a captured array whose shape changed is traced with the differing dims unknown."""
+        for name, dtype, shape, now in trace.captured.arrays_now(values):
+            shape = self._relaxed_captures.get(name, shape)
+            if isinstance(now, np.ndarray) and now.dtype == dtype and now.ndim == len(shape):
+                self._relaxed_captures[name] = tuple(d if d == e else None for d, e in zip(shape, now.shape))
+
     def _trace(self, sig: signatures.Signature, bound: inspect.BoundArguments) -> _Trace:
         converted = convert(self.python_function)
         g = graph.Graph()
@@ -300,26 +328,42 @@ class Function:
         scope = self._variables
         scope.reusing, scope.index = bool(scope.created), 0
         keep_alive = []
+        values = [v for _, _, v in signatures.expand_arguments(bound)]
+        state = trace_state()
+        outer = state.captures, state.writes
+        capture = state.captures = captured_state.StateCapture(values, self._relaxed_captures)
+        state.writes = []
         try:
             with graph.variable_creator_scope(scope.create), g.as_default(), operators.tracing():
+                capture.add_callable(self.python_function)
+                bound_to = getattr(self.python_function, "__self__", None)
+                if bound_to is not None or not isinstance(self.python_function, types.FunctionType):
+                    capture.add_bound_object(bound_to if bound_to is not None else self.python_function)
+                for k, specs in enumerate(sig.specs):
+                    if sig.structures[k] is None and specs[0].kind in ("object", "static"):
+                        capture.add_argument(k, sig.names[k], values[k])
                 call_args, call_kwargs = self._symbolic_arguments(bound, sig, placeholders, keep_alive)
                 out = converted(*call_args, **call_kwargs)
                 out = _finish_outputs(out)
+                leaves = nest.flatten(out) if isinstance(out, (list, tuple, dict)) else [out]
+                fetches, fetch_index, constants = [], [], []
+                for leaf in leaves:
+                    if isinstance(leaf, Tensor) or getattr(leaf, "is_variable", False):
+                        fetch_index.append(len(fetches))
+                        fetches.append(leaf)
+                        constants.append(None)
+                    else:
+                        fetch_index.append(None)
+                        constants.append(leaf)
+                captured, captured_placeholders = capture.finish(g, fetches)
             effects = g.last_effect(None)
         finally:
+            capture.restore()
+            state.captures, state.writes = outer
             scope.reusing = False
-        leaves = nest.flatten(out) if isinstance(out, (list, tuple, dict)) else [out]
-        fetches, fetch_index, constants = [], [], []
-        for leaf in leaves:
-            if isinstance(leaf, Tensor) or getattr(leaf, "is_variable", False):
-                fetch_index.append(len(fetches))
-                fetches.append(leaf)
-                constants.append(None)
-            else:
-                fetch_index.append(None)
-                constants.append(leaf)
         operators.share_element_specs(g)
-        trace = _Trace(sig, g, placeholders, out, fetch_index, fetches, constants, effects, keep_alive=keep_alive)
+        trace = _Trace(sig, g, placeholders, out, fetch_index, fetches, constants, effects, keep_alive=keep_alive,
+                       captured=captured)
         trace.session = Session(g)
         fed = []
         for k, phs in enumerate(placeholders):
@@ -327,8 +371,10 @@ class Function:
             if leaves:
                 trace.fed_arguments.append((k, None if sig.structures[k] is None else leaves))
                 fed.extend(phs[i] for i in leaves)
-        # the effects node is fetched last: its result (None) is past the fetches' indices
-        trace.run = trace.session.make_callable(fetches + [effects], fed)
+        # the captured arrays are fed after the arguments; the tensors written back into Python state are
+        # fetched after the results, and the effects node last: its result (None) is past the others
+        fed += captured_placeholders
+        trace.run = trace.session.make_callable(fetches + captured.fetches + [effects], fed)
         return trace
 
     def _symbolic_arguments(self, bound, sig, placeholders, keep_alive):
@@ -373,8 +419,9 @@ class Function:
         return out[0] if structure is None else nest.pack_as(value, out)
 
     # -- running -----------------------------------------------------------------------------
-    def _run(self, trace: _Trace, values):
-        """Runs `trace` with argument values `values` (as its signature's names list them)."""
+    def _run(self, trace: _Trace, values, fed: list):
+        """Runs `trace` with argument values `values` (as its signature's names list them) and the
+        arrays `fed` that it reads from Python state, then applies its writes to that state."""
         feeds = []
         for k, leaves in trace.fed_arguments:
             if leaves is None:
@@ -382,7 +429,11 @@ class Function:
             else:
                 flat = nest.flatten(values[k])
                 feeds.extend(flat[i] for i in leaves)
+        if fed:
+            feeds.extend(fed)
         results = trace.run(*feeds)
+        if trace.captured.fetches or trace.captured.replays:
+            trace.captured.apply(results[len(trace.fetches):], fed, values)
         leaves = [results[i] if i is not None else c for i, c in zip(trace.fetch_index, trace.constants, strict=True)]
         out = trace.output_structure
         if isinstance(out, (list, tuple, dict)):
@@ -441,20 +492,8 @@ def _hide_internal_frames(exc: BaseException) -> None:
 
 def _finish_outputs(out):
     """Return values as the caller gets them: stacked lists, checked maybe-undefined values."""
-    def leaf(v):
-        if isinstance(v, operators.MaybeDefined):
-            v = v.read()
-        if isinstance(v, operators.MutableArray):
-            return v.value
-        if isinstance(v, operators.TensorList):
-            return operators.stacked_list(v)
-        if isinstance(v, graph.TensorArray):
-            return v.stack()
-        if isinstance(v, operators.GraphRange):
-            return graph.convert(v)
-        if isinstance(v, operators.Undefined):
-            raise v.error()
-        return v
+    leaf = captured_state.output_value
+
     def walk(v):
         if isinstance(v, dict):
             return type(v)((k, walk(x)) for k, x in v.items())

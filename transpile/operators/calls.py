@@ -128,7 +128,10 @@ def call(f, *args, **kwargs):
         return _call_unconverted(f, e, args, kwargs)
     if target is None:
         return f(*args, **kwargs)
-    depth = trace_state().call_depth
+    state = trace_state()
+    if state.captures is not None:  # the arrays in its globals and closure become graph inputs
+        state.captures.add_callable(f)
+    depth = state.call_depth
     key = getattr(f, "__code__", None) or getattr(getattr(f, "__func__", None), "__code__", None) or id(f)
     depth[key] = depth.get(key, 0) + 1
     try:

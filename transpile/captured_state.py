@@ -1,0 +1,516 @@
+"""The Python state a `transpile.function` reads and writes outside its arguments: numpy arrays in its
+globals, closures and objects fed like arguments at every call, guards on the rest, and the writes
+the function makes to them applied after every run.
+
+While a function is traced, each numpy array it can reach through a source
+(transpile/sources.py: its globals, its closure cells, the objects among its
+arguments, and the attributes and items of those) is replaced by a stand-in, a
+`MutableArray` whose contents are a graph input: the converted code reads it
+like the array, and the trace reads the array's contents when the graph runs,
+at every call (the array itself is fed: no copy). Everything else the walk
+meets is assumed: numbers and strings by value, other objects by identity,
+lists and dicts by length and keys, objects by type. Those assumptions are the
+trace's guards; a call that breaks one is traced again. Writes are found by
+comparing the state after the trace with the state before: an array written in
+place (`W += dW`, `W[i] = v`, `np.clip(W, a, b, out=W)`) gets the new contents
+copied into it after each run; attributes assigned and lists or dicts changed
+get their new values, with graph values replaced by what the run computed,
+as if the function had run eagerly. The state is then put back as it was.
+After torch.compile's Dynamo (sources, guards, side effects replayed after the
+graph runs), which tf.function and jax.jit do not do: they keep the arrays a
+function captured as constants.
+"""
+from __future__ import annotations
+
+import functools
+import types
+from typing import Any, Callable
+
+import numpy as np
+
+import graph
+from graph.node import Tensor
+from transpile import operators
+from transpile.converters.call_trees import is_library_object
+from transpile.sources import (ArgumentSource, AttrSource, CellSource, GlobalSource, ItemSource, ObjectSource,
+                               Source)
+
+# how far the walk goes from a global, closure variable or argument, and how big a container it walks
+MAX_DEPTH = 5
+MAX_ITEMS = 65536
+
+_SCALARS = (bool, int, float, complex, str, bytes, type(None), np.generic)
+
+
+def output_value(v):
+    """A value as a trace returns it: stacked lists, read maybe-defined values, the contents of arrays."""
+    if isinstance(v, operators.MaybeDefined):
+        v = v.read()
+    if isinstance(v, operators.MutableArray):
+        return v.value
+    if isinstance(v, operators.TensorList):
+        return operators.stacked_list(v)
+    if isinstance(v, graph.TensorArray):
+        return v.stack()
+    if isinstance(v, operators.GraphRange):
+        return graph.convert(v)
+    if isinstance(v, operators.Undefined):
+        raise v.error()
+    return v
+
+
+_GLOBAL_NAMES: dict = {}  # code object -> the names it may read as globals (code objects never change)
+
+
+def _global_names(code: types.CodeType) -> tuple:
+    """The names `code` (and the functions nested in it) may read as globals."""
+    names = _GLOBAL_NAMES.get(code)
+    if names is None:
+        found = set(code.co_names)
+        for const in code.co_consts:
+            if isinstance(const, types.CodeType):
+                found.update(_global_names(const))
+        names = _GLOBAL_NAMES[code] = tuple(sorted(found))
+    return names
+
+
+def _is_user_object(value) -> bool:
+    """An instance of a class of the user's code, whose attributes the walk visits."""
+    cls = type(value)
+    return hasattr(value, "__dict__") and not isinstance(value, (type, types.ModuleType, types.FunctionType,
+                                                                types.MethodType, types.BuiltinFunctionType)) \
+        and not is_library_object(cls) and not getattr(value, "is_variable", False)
+
+
+# --------------------------------------------------------------------------- guards and feeds, at each call
+
+class Check:
+    """One assumption of a trace about a source: `holds(args)` at a call; `describe` says what changed."""
+
+    def __init__(self, source: Source, test: Callable[[Any], bool], expected: str, describe: Callable[[Any], str]):
+        self.source = source
+        self.read = source.reader()
+        self.test = test
+        self.expected = expected
+        self.describe_value = describe
+
+    def holds(self, args) -> bool:
+        try:
+            return bool(self.test(self.read(args)))
+        except Exception:
+            return False
+
+    def change(self, args) -> str:
+        try:
+            now = self.describe_value(self.read(args))
+        except Exception as e:
+            now = f"({type(e).__name__})"
+        return f"{self.source.describe()}: {self.expected} -> {now}"
+
+
+def _describe_value(v) -> str:
+    if isinstance(v, np.ndarray):
+        return f"{v.dtype}[{','.join(str(d) for d in v.shape)}]"
+    if isinstance(v, _SCALARS):
+        return repr(v)
+    if isinstance(v, (list, dict)):
+        return f"{type(v).__name__} of {len(v)}"
+    return f"{type(v).__name__} at {id(v):#x}"
+
+
+def _value_check(source, value) -> Check:
+    cls = type(value)
+    return Check(source, lambda v: v is value or (type(v) is cls and v == value), repr(value), _describe_value)
+
+
+def _identity_check(source, value) -> Check:
+    return Check(source, lambda v: v is value, _describe_value(value), _describe_value)
+
+
+def _length_check(source, container) -> Check:
+    cls, n = type(container), len(container)
+    if isinstance(container, dict):
+        keys = list(container)
+        return Check(source, lambda v: type(v) is cls and list(v) == keys, f"dict with keys {keys}",
+                     lambda v: f"dict with keys {list(v)}")
+    return Check(source, lambda v: type(v) is cls and len(v) == n, f"{cls.__name__} of {n}", _describe_value)
+
+
+def _type_check(source, value) -> Check:
+    cls = type(value)
+    return Check(source, lambda v: type(v) is cls, cls.__name__, lambda v: type(v).__name__)
+
+
+class ArrayCheck(Check):
+    """A numpy array the trace feeds: of the traced dtype and shape (None: a dim relaxed to any size)."""
+
+    def __init__(self, source: Source, dtype, shape):
+        self.dtype, self.shape = dtype, tuple(shape)
+        if None in self.shape:
+            def matches(v):
+                if type(v) is not np.ndarray or v.dtype != dtype or len(v.shape) != len(self.shape):
+                    return False
+                return all(d is None or d == e for d, e in zip(self.shape, v.shape))
+        else:
+            def matches(v):
+                return type(v) is np.ndarray and v.dtype == dtype and v.shape == self.shape
+        expected = f"{dtype}[{','.join('?' if d is None else str(d) for d in self.shape)}]"
+        super().__init__(source, matches, expected, _describe_value)
+
+
+class CapturedInputs:
+    """What a trace reads from and writes to the Python state at each call (built by StateCapture).
+
+    `read(args)` checks the guards and returns the arrays to feed (None when a
+    guard fails: the call needs another trace); `apply(results, fed, args)`
+    writes the run's results back after the run.
+    """
+
+    def __init__(self, checks: list, arrays: list, fetches: list, write_backs: list, replays: list):
+        self.checks = checks                # Checks that hold for this trace
+        self.arrays = arrays                # an ArrayCheck per fed array, in the order of the placeholders
+        self.fetches = fetches              # tensors the trace fetches for write-backs and replays
+        self.write_backs = write_backs      # (index into the fed arrays, index into fetches)
+        self.replays = replays              # Replays, in the order the function made the writes
+
+    def read(self, args) -> list | None:
+        for check in self.checks:
+            if not check.holds(args):
+                return None
+        fed = []
+        for check in self.arrays:
+            if not check.holds(args):
+                return None
+            fed.append(check.read(args))
+        return fed
+
+    def arrays_now(self, args):
+        """(source description, traced dtype, traced shape, value now) of each fed array."""
+        for check in self.arrays:
+            try:
+                now = check.read(args)
+            except Exception:
+                now = None
+            yield check.source.describe(), check.dtype, check.shape, now
+
+    def change(self, args) -> str | None:
+        """What broke a guard at this call (for the retrace report), or None."""
+        for check in (*self.checks, *self.arrays):
+            if not check.holds(args):
+                return check.change(args)
+        return None
+
+    def apply(self, results, fed: list, args) -> None:
+        for array_index, fetch_index in self.write_backs:
+            np.copyto(fed[array_index], results[fetch_index], casting="unsafe")
+        for replay in self.replays:
+            replay.apply(results, fed, args)
+
+    def __bool__(self) -> bool:
+        return bool(self.checks or self.arrays or self.fetches or self.replays)
+
+
+NONE = CapturedInputs([], [], [], [], [])
+
+
+# --------------------------------------------------------------------------- replays
+
+def _build(template, results, fed):
+    kind = template[0]
+    if kind == "const":
+        return template[1]
+    if kind == "fetch":
+        return results[template[1]]
+    if kind == "capture":
+        return fed[template[1]]
+    items = [_build(t, results, fed) for t in template[1]]
+    if kind == "list":
+        return items
+    if kind == "tuple":
+        return template[2](*items) if hasattr(template[2], "_fields") else template[2](items)
+    return dict(zip(template[2], items))
+
+
+class Replay:
+    """One write of the function to Python state, applied after each run: `target` is a Source (state
+    that existed before the trace) or an object made by the trace."""
+
+    def __init__(self, target, kind: str, key, template):
+        self.target, self.kind, self.key, self.template = target, kind, key, template
+        self.read = target.reader() if isinstance(target, Source) else (lambda args, obj=target: obj)
+
+    def apply(self, results, fed, args) -> None:
+        obj = self.read(args)
+        if self.kind == "setattr":
+            setattr(obj, self.key, _build(self.template, results, fed))
+        elif self.kind == "delattr":
+            delattr(obj, self.key)
+        elif self.kind == "list":
+            obj[:] = _build(self.template, results, fed)
+        else:
+            obj.clear()
+            obj.update(_build(self.template, results, fed))
+
+
+# --------------------------------------------------------------------------- while tracing
+
+class StateCapture:
+    """The state a trace reads, while it is traced: stand-ins installed, snapshots to compare and restore.
+
+    `args` are the call's argument values; `relaxed` maps a source's
+    description to the shape its array is traced with (None for the dims that
+    differed between calls, under relax_shapes).
+    """
+
+    def __init__(self, args: list, relaxed: dict):
+        self.args = args
+        self.relaxed = relaxed
+        self.checks: list[Check] = []
+        self.captures: list = []        # (source, stand-in MutableArray, placeholder, original array)
+        self.by_id: dict = {}           # id(value) -> (source, value, what the trace sees) of what was walked
+        self.installed: list = []       # (source, original) of the stand-ins put at a global or cell
+        self.objects: list = []         # (source, object, its __dict__ before)
+        self.containers: list = []      # (source, list or dict, a shallow copy before)
+        self.functions: set = set()
+
+    # -- what the trace reads ---------------------------------------------------------------
+    def add_argument(self, index: int, name: str, value) -> None:
+        """An argument that is an object (passed by identity): its attributes are walked."""
+        if _is_user_object(value):
+            self._visit(ArgumentSource(index, name), value, 0)
+
+    def add_bound_object(self, obj) -> None:
+        """The object the traced function is bound to (a bound method or callable object given to
+        transpile.function): its attributes are walked."""
+        if _is_user_object(obj):
+            self._visit(ObjectSource(obj), obj, 0)
+
+    def add_callable(self, f) -> None:
+        """The globals and closure of a user function the trace calls (a function, method, partial or
+        callable object)."""
+        f = getattr(f, "python_function", f)  # a transpile.function called from the one being traced
+        while isinstance(f, (types.MethodType, functools.partial)):
+            f = f.__func__ if isinstance(f, types.MethodType) else f.func
+        if not isinstance(f, types.FunctionType):
+            f = getattr(type(f), "__call__", None)
+            if not isinstance(f, types.FunctionType):
+                return
+        if f in self.functions:
+            return
+        self.functions.add(f)
+        namespace = f.__globals__
+        for name in _global_names(f.__code__):
+            if name in namespace:
+                self._install(GlobalSource(namespace, name), namespace[name])
+        for name, cell in zip(f.__code__.co_freevars, f.__closure__ or (), strict=True):
+            try:
+                value = cell.cell_contents
+            except ValueError:  # not assigned yet
+                continue
+            self._install(CellSource(cell, name), value)
+
+    def _install(self, source: Source, value) -> None:
+        seen = self._visit(source, value, 0)
+        if seen is not value:
+            source.write(seen, self.args)
+            self.installed.append((source, value))
+
+    def _visit(self, source: Source, value, depth: int):
+        """Walks `value`, found at `source`; returns what the trace sees there (a stand-in for an array)."""
+        if isinstance(value, _SCALARS):
+            self.checks.append(_value_check(source, value))
+            return value
+        seen = self.by_id.get(id(value))
+        if seen is not None and seen[1] is value:
+            self.checks.append(_AliasCheck(source, seen[0].reader()))
+            return seen[2]
+        if isinstance(value, (operators.MutableArray, Tensor)) or getattr(value, "is_variable", False):
+            return value  # a graph value (a Variable's value is read by the graph itself)
+        if isinstance(value, np.ndarray) and value.dtype.kind in "biufc":
+            stand_in = self._capture(source, value)
+        elif isinstance(value, (list, dict, tuple)) and depth < MAX_DEPTH and len(value) <= MAX_ITEMS:
+            stand_in = self._visit_container(source, value, depth)
+        elif _is_user_object(value) and depth < MAX_DEPTH:
+            self.by_id[id(value)] = (source, value, value)
+            self.checks.append(_type_check(source, value))
+            attributes = vars(value)
+            self.objects.append((source, value, dict(attributes)))
+            for name, item in list(attributes.items()):
+                seen = self._visit(AttrSource(source, name), item, depth + 1)
+                if seen is not item:
+                    attributes[name] = seen  # in its __dict__: not through a __setattr__ of its class
+            return value
+        else:
+            self.checks.append(_identity_check(source, value))
+            stand_in = value
+        self.by_id[id(value)] = (source, value, stand_in)
+        return stand_in
+
+    def _visit_container(self, source: Source, value, depth: int):
+        self.checks.append(_length_check(source, value))
+        self.by_id[id(value)] = (source, value, value)
+        if isinstance(value, tuple):
+            items = [self._visit(ItemSource(source, i), v, depth + 1) for i, v in enumerate(value)]
+            if all(a is b for a, b in zip(items, value)):
+                return value
+            return type(value)(*items) if hasattr(type(value), "_fields") else type(value)(items)
+        self.containers.append((source, value, value.copy()))
+        for key, item in list(value.items() if isinstance(value, dict) else enumerate(value)):
+            seen = self._visit(ItemSource(source, key), item, depth + 1)
+            if seen is not item:
+                value[key] = seen
+        return value
+
+    def _capture(self, source: Source, array: np.ndarray):
+        shape = self.relaxed.get(source.describe(), array.shape)
+        name = "".join(c if c.isalnum() else "_" for c in source.describe()).strip("_")
+        placeholder = graph.placeholder(array.dtype, shape, name=name or "captured")
+        stand_in = operators.MutableArray(placeholder)
+        self.captures.append((source, stand_in, placeholder, array))
+        return stand_in
+
+    # -- what the trace wrote ---------------------------------------------------------------
+    def finish(self, g, outputs: list) -> tuple[CapturedInputs, list]:
+        """The trace's CapturedInputs and the placeholders it feeds (in order), from the state now
+        (after tracing) compared with before; then puts the state back. `outputs` are the tensors
+        the trace returns."""
+        try:
+            fetches: list = []
+            write_backs, replays = [], []
+            captured = {id(stand_in): k for k, (_, stand_in, _, _) in enumerate(self.captures)}
+            for k, (_, stand_in, placeholder, _) in enumerate(self.captures):
+                if stand_in.value is not placeholder:
+                    write_backs.append((k, len(fetches)))
+                    fetches.append(output_value(stand_in))
+            templates = _Templates(captured, fetches)
+            for source, obj, before in self.objects:
+                now = vars(obj)
+                for name, value in now.items():
+                    original = before.get(name, _ABSENT)
+                    if original is not value and self.by_id.get(id(original), (None, None, None))[2] is not value:
+                        replays.append(Replay(source, "setattr", name, templates.of(value)))
+                for name in before:
+                    if name not in now:
+                        replays.append(Replay(source, "delattr", name, None))
+            for source, container, before in self.containers:
+                if self._changed(container, before):
+                    kind = "list" if isinstance(container, list) else "dict"
+                    replays.append(Replay(source, kind, None, templates.of(list(container) if kind == "list"
+                                                                           else dict(container))))
+            replays.extend(templates.new_object_replays)
+            # the arrays fed at each call: those the graph reads, writes back into, or puts somewhere
+            used = _used_nodes(g, outputs + fetches)
+            needed = sorted({k for k, (_, _, placeholder, _) in enumerate(self.captures)
+                             if id(placeholder.node) in used} | {k for k, _ in write_backs} | templates.referenced)
+            index = {k: i for i, k in enumerate(needed)}
+            arrays = [ArrayCheck(self.captures[k][0], self.captures[k][3].dtype, self.captures[k][2].shape)
+                      for k in needed]
+            for replay in replays:
+                replay.template = _renumber(replay.template, index)
+            inputs = CapturedInputs(self.checks, arrays, fetches, [(index[k], f) for k, f in write_backs], replays)
+            return inputs, [self.captures[k][2] for k in needed]
+        finally:
+            self.restore()
+
+    def _changed(self, container, before) -> bool:
+        """Whether the trace changed a list or dict (other than by putting stand-ins in it)."""
+        def same(now, was):
+            return now is was or self.by_id.get(id(was), (None, None, None))[2] is now
+        if len(container) != len(before):
+            return True
+        if isinstance(container, dict):
+            return list(container) != list(before) or any(not same(container[k], before[k]) for k in container)
+        return any(not same(a, b) for a, b in zip(container, before))
+
+    def restore(self) -> None:
+        """Puts back the state as it was before the trace (stand-ins and the trace's writes undone)."""
+        for source, obj, before in reversed(self.objects):
+            attributes = vars(obj)
+            attributes.clear()
+            attributes.update(before)
+        for source, container, before in reversed(self.containers):
+            if isinstance(container, list):
+                container[:] = before
+            else:
+                container.clear()
+                container.update(before)
+        for source, original in reversed(self.installed):
+            source.write(original, self.args)
+        self.objects, self.containers, self.installed = [], [], []
+
+
+def _renumber(template, index: dict):
+    if template is None or template[0] in ("const", "fetch"):
+        return template
+    if template[0] == "capture":
+        return ("capture", index[template[1]])
+    return (template[0], [_renumber(t, index) for t in template[1]], *template[2:])
+
+
+class _AliasCheck(Check):
+    """An object reached through two sources is still one object at both."""
+
+    def __init__(self, source, read_first):
+        super().__init__(source, None, "the same object as before", _describe_value)
+        self.read_first = read_first
+
+    def holds(self, args) -> bool:
+        try:
+            return self.read(args) is self.read_first(args)
+        except Exception:
+            return False
+
+
+_ABSENT = object()
+
+
+class _Templates:
+    """How a value the function left in Python state is rebuilt after each run (see Replay)."""
+
+    def __init__(self, captured: dict, fetches: list):
+        self.captured = captured
+        self.fetches = fetches
+        self.new_object_replays: list = []
+        self.seen_objects: set = set()
+        self.referenced: set = set()    # captures put somewhere by the function (`self.prev = W`)
+
+    def of(self, value):
+        if isinstance(value, operators.MutableArray) and id(value) in self.captured:
+            self.referenced.add(self.captured[id(value)])
+            return ("capture", self.captured[id(value)])
+        value = output_value(value) if not isinstance(value, (list, tuple, dict)) else value
+        if isinstance(value, Tensor):
+            self.fetches.append(value)
+            return ("fetch", len(self.fetches) - 1)
+        if isinstance(value, list):
+            return ("list", [self.of(v) for v in value])
+        if isinstance(value, tuple):
+            return ("tuple", [self.of(v) for v in value], type(value))
+        if isinstance(value, dict):
+            return ("dict", [self.of(v) for v in value.values()], list(value))
+        if _is_user_object(value) and id(value) not in self.seen_objects:
+            # an object the trace made (or reached only through its own values): its graph values are
+            # replaced after each run, the object itself stays the same
+            self.seen_objects.add(id(value))
+            for name, item in vars(value).items():
+                template = self.of(item)
+                if _has_graph_parts(template):
+                    self.new_object_replays.append(Replay(value, "setattr", name, template))
+        return ("const", value)
+
+
+def _has_graph_parts(template) -> bool:
+    if template[0] in ("fetch", "capture"):
+        return True
+    if template[0] in ("list", "tuple", "dict"):
+        return any(_has_graph_parts(t) for t in template[1])
+    return False
+
+
+def _used_nodes(g, fetched: list) -> set:
+    """Ids of the nodes whose outputs some node of `g` takes, or that are fetched."""
+    used = {id(t.node) for t in fetched if isinstance(t, Tensor)}
+    for node in g.nodes:
+        for t in node.inputs:
+            used.add(id(t.node))
+    return used
