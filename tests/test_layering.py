@@ -1,4 +1,4 @@
-"""The package layering of DESIGN.md, checked by reading every module's imports."""
+"""The package layering of docs/design.md (section 2), checked by reading every module's imports."""
 import ast
 import pathlib
 
@@ -67,3 +67,90 @@ def test_dynamic_imports_are_checked_too():
                 top = str(node.args[0].value).split(".")[0]
                 assert top not in OURS or top == pkg or top in ALLOWED[pkg], \
                     f"{path.relative_to(ROOT)}:{node.lineno}: {pkg}/ may not import {top}/"
+
+
+def _module_name(path: pathlib.Path) -> str:
+    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _import_graph() -> dict[str, set[str]]:
+    """Module -> the project modules it imports anywhere in its body (top level or in a function)."""
+    paths = {_module_name(path): path for _, path in _modules()}
+
+    def owner(name: str) -> str | None:  # the module `name` is, or lives in
+        while name and name not in paths:
+            name = name.rpartition(".")[0]
+        return name or None
+
+    edges: dict[str, set[str]] = {}
+    for name, path in paths.items():
+        package = name.split(".") if path.name == "__init__.py" else name.split(".")[:-1]
+        targets = set()
+        for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+            if isinstance(node, ast.Import):
+                targets.update(owner(a.name) for a in node.names)
+            elif isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:
+                    base = ".".join(package[:len(package) - node.level + 1] + ([base] if base else []))
+                # `from pkg import mod` imports the module pkg.mod; `from mod import name`, mod itself
+                targets.update(owner(f"{base}.{a.name}") if f"{base}.{a.name}" in paths else owner(base)
+                               for a in node.names)
+        edges[name] = {t for t in targets if t and t != name}
+    return edges
+
+
+def _cycles(edges: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan, iterative)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found = []
+    for start in sorted(edges):
+        if start in index:
+            continue
+        work = [(start, iter(sorted(edges[start])))]
+        index[start] = low[start] = len(index)
+        stack.append(start)
+        on_stack.add(start)
+        while work:
+            v, children = work[-1]
+            for w in children:
+                if w not in index:
+                    index[w] = low[w] = len(index)
+                    stack.append(w)
+                    on_stack.add(w)
+                    work.append((w, iter(sorted(edges[w]))))
+                    break
+                if w in on_stack:
+                    low[v] = min(low[v], index[w])
+            else:
+                work.pop()
+                if work:
+                    low[work[-1][0]] = min(low[work[-1][0]], low[v])
+                if low[v] == index[v]:
+                    component = []
+                    while True:
+                        w = stack.pop()
+                        on_stack.discard(w)
+                        component.append(w)
+                        if w == v:
+                            break
+                    if len(component) > 1:
+                        found.append(sorted(component))
+    return found
+
+
+def test_no_import_cycles():
+    """Modules import each other in one direction only, also through imports inside functions:
+    a cycle means a shared piece lives in the wrong module."""
+    cycles = _cycles(_import_graph())
+    assert not cycles, "import cycles among the project's modules: " + "; ".join(" <-> ".join(c) for c in cycles)
+
+
+def test_cycle_finder_finds_cycles():
+    edges = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}, "e": set()}
+    assert _cycles(edges) == [["a", "b", "c"]]
+    assert _cycles({"a": {"b"}, "b": set()}) == []
