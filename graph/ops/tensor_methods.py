@@ -16,6 +16,7 @@ from graph.ops import math as _math
 from graph.ops import nn as _nn
 from graph.ops import numpy_api as _numpy_api
 from graph.ops import reduce as _reduce
+from graph.ops import shape_ops as _shape_ops
 from graph.ops.conversion import convert, convert_pair
 
 
@@ -138,7 +139,9 @@ def _dot(self, other):
 
 
 def _size(self):
-    return _sh.num_elements(self.shape)
+    """`t.size`: the number of elements, a Python int when the shape is known, else a scalar tensor."""
+    n = _sh.num_elements(self.shape)
+    return n if n is not None else _shape_ops.size(self)
 
 
 def _flatten(self, order: str = "C"):

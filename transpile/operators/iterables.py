@@ -22,8 +22,42 @@ class GraphRange:
     def _as_graph_tensor(self):
         return graph.range(self.start, self.stop, self.step)
 
+    def __reversed__(self) -> "GraphRange":
+        """`reversed(r)`: the same items, last first (as `r[::-1]`)."""
+        return self[::-1]
+
+    def __getitem__(self, key):
+        """`r[i]` (a scalar tensor) or `r[a:b:c]` (a range), as Python's range gives them."""
+        source = RangeSource(self.start, self.stop, self.step)
+        n = source.n()
+        start, step = graph.cast(source.start, np.int64), graph.cast(source.step, np.int64)
+        if not isinstance(key, slice):
+            index = convert_leaf(key, np.int64)
+            return start + graph.where(index < 0, index + n, index) * step
+        by = 1 if key.step is None else key.step
+        if not is_tensor(by) and by == 0:
+            raise ValueError("slice step cannot be zero")
+        if is_tensor(by):
+            raise StagingError("a range sliced with a graph tensor step: its direction would only be known when "
+                               "the graph runs; use a Python int step")
+        # where a slice starts and stops by default, and the bounds it is clamped to (as slice.indices)
+        first, last, low, high = (0, n, 0, n) if by > 0 else (n - 1, -1, -1, n - 1)
+        lo = _slice_bound(key.start, n, low, high, first)
+        hi = _slice_bound(key.stop, n, low, high, last)
+        return GraphRange(start + lo * step, start + hi * step, step * by)
+
     def __repr__(self) -> str:
         return f"range({self.start}, {self.stop}, {self.step})"
+
+
+def _slice_bound(bound, n, low, high, default):
+    """A slice bound of a sequence of length `n` as `slice.indices` makes it: negative ones count from
+    the end, and the result is clamped to [low, high] (the bounds of the slice's direction)."""
+    if bound is None:
+        return default
+    b = convert_leaf(bound, np.int64)
+    b = graph.where(b < 0, b + n, b)
+    return graph.minimum(graph.maximum(b, low), high)
 
 
 class GraphEnumerate:
