@@ -65,5 +65,9 @@ class DTypeError(GraphError, TypeError):
     """Element types that cannot work together."""
 
 
+class UnsupportedError(GraphError, TypeError):
+    """A numpy function, ufunc or argument that graph tensors do not support (the message names it)."""
+
+
 class SymbolicBoolError(GraphError, TypeError):
     """A symbolic tensor was used where Python needs a concrete value."""

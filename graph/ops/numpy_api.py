@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from graph import shapes as _sh
-from graph.errors import SymbolicBoolError
+from graph.errors import SymbolicBoolError, UnsupportedError
 from graph.node import Tensor
 from graph.ops import array as A
 from graph.ops import creation as C
@@ -48,8 +48,8 @@ def _np_name(func) -> str:
 
 def _no_out(name, out):
     if out is not None:
-        raise TypeError(f"{name}(..., out=...) is not supported on graph tensors: graph values are immutable; "
-                        "use the returned tensor")
+        raise UnsupportedError(f"{name}(..., out=...) is not supported on graph tensors: graph values are "
+                               "immutable; use the returned tensor")
 
 
 _MISSING = object()
@@ -60,7 +60,7 @@ def _unsupported_kwargs(name, kwargs, allowed_defaults):
         default = allowed_defaults.get(k, _MISSING)
         if v is default or (isinstance(v, (bool, int, float, str)) and type(v) is type(default) and v == default):
             continue
-        raise TypeError(f"{name}: argument {k}={v!r} is not supported on graph tensors")
+        raise UnsupportedError(f"{name}: argument {k}={v!r} is not supported on graph tensors")
 
 
 def array_ufunc(self, ufunc, method, *inputs, **kwargs):
@@ -81,15 +81,15 @@ def array_ufunc(self, ufunc, method, *inputs, **kwargs):
     if method == "__call__":
         builder = UFUNCS.get(ufunc)
         if builder is None:
-            raise TypeError(f"{name} is not supported on graph tensors; supported ufuncs: "
-                            f"{', '.join(sorted(_np_name(u) for u in UFUNCS))}")
+            raise UnsupportedError(f"{name} is not supported on graph tensors; supported ufuncs: "
+                                   f"{', '.join(sorted(_np_name(u) for u in UFUNCS))}")
         if dtype is not None:
             inputs = [M.cast(convert(x), dtype) for x in inputs]
         return builder(*inputs)
     if method == "reduce" and ufunc in UFUNC_REDUCTIONS:
         x = convert(inputs[0]) if dtype is None else M.cast(convert(inputs[0]), dtype)
         return UFUNC_REDUCTIONS[ufunc](x, axis, keepdims)
-    raise TypeError(f"{name}.{method} is not supported on graph tensors")
+    raise UnsupportedError(f"{name}.{method} is not supported on graph tensors")
 
 
 def _in_place_result(result: Tensor, array: np.ndarray, name: str) -> Tensor:
@@ -167,6 +167,25 @@ def _stack(arrays, axis=0, out=None, dtype=None, casting="same_kind"):
     if dtype is not None:
         ts = [M.cast(t, dtype) for t in ts]
     return A.stack(ts, axis)
+
+
+def _stack_rows(arrays, dtype=None, casting="same_kind"):
+    """`np.vstack`: 1-D arrays become rows (scalars 1x1), then concatenated along the first axis."""
+    ts = [convert(a) for a in arrays]
+    if any(t.ndim is None for t in ts):
+        raise UnsupportedError("np.vstack needs graph tensors of known rank")
+    ts = [A.reshape(t, [1, 1]) if t.ndim == 0 else A.reshape(t, [1, -1]) if t.ndim == 1 else t for t in ts]
+    return A.concat([M.cast(t, dtype) if dtype is not None else t for t in ts], 0)
+
+
+def _stack_columns(arrays, dtype=None, casting="same_kind"):
+    """`np.hstack`: 1-D arrays (scalars as 1-D) are concatenated, others along their second axis."""
+    ts = [convert(a) for a in arrays]
+    if any(t.ndim is None for t in ts):
+        raise UnsupportedError("np.hstack needs graph tensors of known rank")
+    ts = [A.reshape(t, [1]) if t.ndim == 0 else t for t in ts]
+    ts = [M.cast(t, dtype) if dtype is not None else t for t in ts]
+    return A.concat(ts, 0 if all(t.ndim == 1 for t in ts) else 1)
 
 
 def _reshape(a, shape=None, order="C", *, newshape=None, copy=None):
@@ -293,7 +312,8 @@ FUNCTIONS = {
     np.any: _reduction(R.reduce_any, False), np.all: _reduction(R.reduce_all, False),
     np.argmax: _arg(R.argmax), np.argmin: _arg(R.argmin),
     np.var: _stat(R.var), np.std: _stat(R.std),
-    np.dot: dot, np.where: _where, np.concatenate: _concatenate, np.stack: _stack,
+    np.dot: dot, np.where: _where, np.concatenate: _concatenate, np.stack: _stack, np.vstack: _stack_rows,
+    np.hstack: _stack_columns,
     np.reshape: _reshape, np.transpose: lambda a, axes=None: A.transpose(a, axes),
     np.expand_dims: lambda a, axis: A.expand_dims(a, axis),
     np.squeeze: lambda a, axis=None: A.squeeze(a, axis),
@@ -389,10 +409,10 @@ def array_function(self, func, types, args, kwargs):
         return NotImplemented
     impl = FUNCTIONS.get(func)
     if impl is None:
-        raise TypeError(f"{_np_name(func)} is not supported on graph tensors; use graph ops, or run the graph and "
-                        f"apply numpy to the result. Supported functions: "
-                        f"{', '.join(sorted({_np_name(f) for f in FUNCTIONS}))}; and the ufuncs "
-                        f"({', '.join(sorted(_np_name(u) for u in UFUNCS))})")
+        raise UnsupportedError(f"{_np_name(func)} is not supported on graph tensors; use graph ops, or run the graph "
+                               f"and apply numpy to the result. Supported functions: "
+                               f"{', '.join(sorted({_np_name(f) for f in FUNCTIONS}))}; and the ufuncs "
+                               f"({', '.join(sorted(_np_name(u) for u in UFUNCS))})")
     return impl(*args, **kwargs)
 
 

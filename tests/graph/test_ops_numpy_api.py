@@ -102,3 +102,21 @@ def test_asarray_of_a_tensor_explains():
         x = G.placeholder(np.float32, [3])
         with pytest.raises(TypeError, match="Session.run"):
             np.asarray(x)
+
+
+def test_stacking_rows_and_columns():
+    v, m = np.arange(4.0), np.arange(8.0).reshape(2, 4)
+    # (the rank of each array decides what it becomes: not for tensors of unknown rank)
+    check(lambda a, b: (np.vstack([a, b, a]), np.vstack((b, b)), np.hstack([a, a]), np.hstack([b, b])), v, m,
+          modes=("static", "dynamic"))
+    check(lambda a: np.vstack([a[0], a[1]]), v, modes=("static",))  # scalars become 1x1 rows
+    check(lambda a, b: np.hstack([a, b]), v, np.float32(2.5), modes=("static",))
+
+
+def test_an_unsupported_numpy_function_names_the_callers_line():
+    with G.Graph().as_default():
+        x = G.placeholder(np.float64, [2, 2])
+        with pytest.raises(G.errors.UnsupportedError, match=r"test_ops_numpy_api\.py:\d+: np\.linalg\.inv is not "):
+            np.linalg.inv(x)
+        with pytest.raises(TypeError, match="np.cumsum is not supported"):  # (a TypeError, as numpy's)
+            np.cumsum(x)

@@ -28,6 +28,10 @@ NUMPY_CONSTRUCTORS = frozenset({"array", "asarray", "asanyarray", "ascontiguousa
                                 "full", "arange", "eye", "bool", "int8", "int16", "int32", "int64", "uint8",
                                 "uint16", "uint32", "uint64", "float16", "float32", "float64", "copy",
                                 "zeros_like", "ones_like", "empty_like", "full_like"})
+# np.random's functions: graph random ops from `ag.call` while a graph is traced (graph/ops/numpy_random.py), so
+# that each run draws anew.
+NUMPY_RANDOM = frozenset({"rand", "randn", "random", "random_sample", "ranf", "sample", "uniform", "normal",
+                          "standard_normal", "exponential", "randint", "choice"})
 # Method names of arrays: `x.sum()` on a local is almost always a tensor method, left alone.
 _ARRAY_METHODS = frozenset(n for n in dir(np.ndarray) if not n.startswith("_")) | {"numpy", "read", "write",
                                                                                   "stack", "unstack", "gather",
@@ -203,7 +207,8 @@ class CallTrees(Converter):
             name = getattr(value, "__name__", None)
             if (name in SEQUENCE_FUNCTIONS and getattr(np, name) is value and node.args
                     and isinstance(node.args[0], gast.Name) and node.args[0].id in self.appended) \
-                    or (name in NUMPY_CONSTRUCTORS and getattr(np, name, None) is value):
+                    or (name in NUMPY_CONSTRUCTORS and getattr(np, name, None) is value) \
+                    or (name in NUMPY_RANDOM and getattr(np.random, name, None) is value):
                 return A.locate(self.ctx.ag_call("call", [func] + list(node.args), node.keywords), node)
             if is_library_object(value) or isinstance(value, type):
                 return node

@@ -14,6 +14,7 @@ import weakref
 import numpy as np
 
 import graph
+import graph.ops.numpy_random
 from graph.node import Tensor
 from transpile import conversion
 from transpile.converters.call_trees import is_library_object
@@ -109,6 +110,16 @@ def _stack_like(f, t: Tensor, kwargs):
 _SEQUENCE_FUNCTIONS = (np.stack, np.array, np.asarray, np.concatenate, np.vstack)
 
 
+def _random_draw(f):
+    """The graph builder of np.random function `f` while a graph is traced, else None."""
+    if not trace_state().tracing:
+        return None
+    try:
+        return graph.ops.numpy_random.BUILDERS.get(f)
+    except TypeError:  # an unhashable callable
+        return None
+
+
 def call(f, *args, **kwargs):
     """`f(*args, **kwargs)`, converting `f` first when it is user code (recursively, cached)."""
     builtin = BUILTIN_FUNCTIONS.get(f) if isinstance(f, types.BuiltinFunctionType) or isinstance(f, type) else None
@@ -117,6 +128,9 @@ def call(f, *args, **kwargs):
     if any(f is g for g in _SEQUENCE_FUNCTIONS) and args and isinstance(args[0], (Tensor, TensorList)):
         t = args[0].stack() if isinstance(args[0], TensorList) else args[0]
         return _stack_like(f, t, dict(kwargs))
+    draw = _random_draw(f)
+    if draw is not None:  # np.random.rand(3) while a graph is traced: drawn when the graph runs
+        return draw(*args, **kwargs)
     built = graph.ops.numpy_api.constructor_call(f, args, kwargs)  # np.zeros(n), np.float32(t), ...
     if built is not NotImplemented:
         return new_array(f, built, args)
