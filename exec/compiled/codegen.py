@@ -10,6 +10,7 @@ only when a kernel fails (exec/compiled/runtime.py).
 """
 from __future__ import annotations
 
+import builtins
 import keyword
 import re
 from dataclasses import dataclass, field
@@ -34,7 +35,7 @@ class Source:
 
 class _Namer:
     def __init__(self, reserved=()):
-        self.taken = set(reserved) | set(dir(__builtins__)) | set(keyword.kwlist)
+        self.taken = set(reserved) | set(dir(builtins)) | set(keyword.kwlist)
 
     def fresh(self, base: str) -> str:
         base = re.sub(r"\W", "_", base) or "v"
@@ -55,6 +56,7 @@ class _Stmt:
     defs: set
     write: Callable  # write(out, depth)
     final: bool = False  # a return: nothing runs after it
+    selection: bool = False  # a cond's result taking one branch's value
 
 
 class _Emitter:
@@ -70,6 +72,7 @@ class _Emitter:
         self.kernels: dict = {}      # id(kernel) -> global name
         self.line_nodes: dict = {}
         self.counters: list = []  # (counter, frame name) of the loops being written, outermost first
+        self.loop_lines: list = []  # (first line, last line, counter, loop context) of each loop written
         self.read: set = set()
         self.scalars: set = set()    # variables that only ever hold scalars: never worth a `del`
 
@@ -128,7 +131,7 @@ class _Emitter:
                 # right after what it reads: into the block of the branch it selects from
                 at = max((k + 1 for k, prev in enumerate(out) if prev.defs & st.uses), default=len(out))
                 out.insert(at, st)
-        return out
+        return _group_selections(out)
 
     def coalesce(self, steps: list, reads: dict) -> None:
         """Gives a branch's value the name of the cond's result when the result is its only reader
@@ -189,9 +192,17 @@ class _Emitter:
             if index is not None:
                 lines.append(_INDENT * depth + f"{index} = INDEX_{s.index}")
         defs = {out} | ({index} if index else set())
-        return self.stmt(s.guard, {src} - {out}, defs, write)
+        st = self.stmt(s.guard, {src} - {out}, defs, write)
+        st.selection = True
+        return st
 
     def loop(self, s: Loop) -> _Stmt:
+        for (m, _), label in zip(s.init, s.labels, strict=True):  # the user's names for the loop variables
+            key = (m.node.id, m.index)
+            if label and key not in self.names:
+                self.names[key] = self.namer.fresh(re.sub(r"\W+", "_", label).strip("_") or "loop_var")
+                if m.shape == ():
+                    self.scalars.add(self.names[key])
         merges = [self.name(m) for m, _ in s.init]
         init = [self.name(v) for _, v in s.init]
         counter = self.namer.fresh("n_" + _base_name(s.frame.name))
@@ -228,9 +239,11 @@ class _Emitter:
                 lines.append(_INDENT * depth + f"{m} = {v}")
             lines.append(_INDENT * depth + f"{counter} = 0")
             lines.append(_INDENT * depth + "while True:" + where)
+            first = len(lines)
             self.counters.append((counter, s.frame.name))
             self.block(level, lines, depth + 1, params=set(merges), rebound=back)
             self.counters.pop()
+            self.loop_lines.append((first, len(lines), counter, s.context))
         return self.stmt(s.guard, uses, set(merges) | exits, write)
 
     # -- blocks --------------------------------------------------------------------------------
@@ -295,6 +308,24 @@ class _Emitter:
         return out
 
 
+def _group_selections(stmts: list[_Stmt]) -> list[_Stmt]:
+    """Runs of independent cond results ordered by guard, so that those of one branch share its
+    block (`if p: a = x; b = y` / `else: ...` instead of one if/else per result)."""
+    out, run = [], []
+    for st in stmts + [None]:
+        if st is not None and st.selection and not any(st.uses & r.defs for r in run):
+            run.append(st)
+            continue
+        out += sorted(run, key=lambda r: r.guard)
+        run = []
+        if st is not None:
+            if st.selection:
+                run.append(st)
+            else:
+                out.append(st)
+    return out
+
+
 def _free(stmts: list[_Stmt], params=frozenset()) -> set:
     used, bound = set(), set(params)
     for st in stmts:
@@ -325,7 +356,7 @@ def _common(a: tuple, b: tuple) -> tuple:
 # (the scalar math fast path against a ufunc call): scalar arithmetic and comparisons use them. Only
 # operands and results of one dtype (comparisons: one operand dtype), so no promotion rule is involved.
 _ARITHMETIC = {"Add": "{} + {}", "Sub": "{} - {}", "Mul": "{} * {}", "TrueDiv": "{} / {}", "FloorDiv": "{} // {}",
-               "Mod": "{} % {}", "Neg": "-{}"}
+               "Mod": "{} % {}", "Neg": "-{}", "Abs": "abs({})"}
 _COMPARISONS = {"Less": "{} < {}", "LessEqual": "{} <= {}", "Greater": "{} > {}", "GreaterEqual": "{} >= {}",
                 "Equal": "{} == {}", "NotEqual": "{} != {}"}
 _LOGICAL = {"LogicalAnd": "{} & {}", "LogicalOr": "{} | {}", "LogicalNot": "~{}"}
@@ -356,7 +387,7 @@ def _base_name(name: str) -> str:
 
 
 def _base(node: Node, port: int) -> str:
-    base = _base_name(node.name)
+    base = "cond" if node.op == "Merge" else _base_name(node.name)
     return base if port == 0 else f"{base}_{port}"
 
 
@@ -366,7 +397,8 @@ def generate(program: Structured, name: str, kernel_of: Callable, constant_of: C
 
     `kernel_of(node)` is the callable a node's line calls, `constant_of(node)` a Const's value,
     `folded` the values computed at compile time ((node id, port) -> value: constants too);
-    `helpers` are the runtime names the code uses besides (DEAD, failed, dead, FETCHES, LINES).
+    `helpers` are the runtime names the code uses besides (DEAD, failed, interrupted, dead, FETCHES, LINES,
+    LOOPS).
     """
     e = _Emitter(program, kernel_of, constant_of, helpers, folded)
     e.coalesce(program.steps, _reads(program))
@@ -397,7 +429,10 @@ def generate(program: Structured, name: str, kernel_of: Callable, constant_of: C
     e.block(stmts, lines, 2, params=set(params))
     lines.append(_INDENT + "except Exception as error:")
     lines.append(_INDENT * 2 + "raise failed(error, LINES)")
+    lines.append(_INDENT + "except KeyboardInterrupt as interrupt:")
+    lines.append(_INDENT * 2 + "raise interrupted(interrupt, LOOPS) from None")
     e.globals["LINES"] = e.line_nodes
+    e.globals["LOOPS"] = e.loop_lines
     return Source("\n".join(lines) + "\n", name, e.globals, e.line_nodes)
 
 

@@ -10,6 +10,7 @@ from exec.compiled import runtime
 from exec.compiled.codegen import Source, generate
 from exec.compiled.folding import fold_constants
 from exec.compiled.structure import Call, Loop, Structured, structure
+from exec.compiled.threads import LoadAwareBlas, uses_threaded_blas
 from exec.donation import donatable_slot, exclusive_inputs
 
 _serial = itertools.count(1)
@@ -50,13 +51,16 @@ def compile_program(fetches: list[Tensor], targets: list[Node], feeds: list[Tens
     serial = next(_serial)
     filename = f"<compiled {name} #{serial}>"
     helpers = {"DEAD": runtime.DEAD, "dead": runtime.dead, "failed": runtime.failed,
-               "FETCHES": list(fetches)}
+               "interrupted": runtime.interrupted, "FETCHES": list(fetches)}
     source = generate(program, name, kernel_of, constant_of, helpers, folded)
     code = compile(source.text, filename, "exec")
     linecache.cache[filename] = (len(source.text), None, source.text.splitlines(keepends=True), filename)
     namespace = dict(source.globals)
     exec(code, namespace)
-    return Program(namespace[name], source, filename, list(fetches), program.nodes)
+    function = namespace[name]
+    if uses_threaded_blas(program.nodes):
+        function = LoadAwareBlas(function)
+    return Program(function, source, filename, list(fetches), program.nodes)
 
 
 def _kernel_chooser(program: Structured, rt, folded: dict):

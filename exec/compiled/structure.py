@@ -90,6 +90,7 @@ class Loop:
     back: list                       # (merge output, its value for the next iteration)
     exits: list                      # tensors the loop hands to its parent frame
     guard: tuple = ()
+    labels: list = field(default_factory=list)  # per loop variable, the user's name for it ("" unknown)
 
 
 @dataclass(eq=False)
@@ -419,8 +420,12 @@ class _Structurer:
         init = [(m.outputs[0], self.canonical(e.inputs[0])) for e, m in zip(variables, merges, strict=True)]
         back = [(m.outputs[0], self.canonical(nexts[m].inputs[0])) for m in merges]
         context = getattr(conds[0], "context", None)
-        return Loop(frame, context if getattr(context, "frame_name", None) == frame.name else None,
-                    init, head, self.canonical(pred), tail, body, back, exits, g_loop)
+        if getattr(context, "frame_name", None) != frame.name:
+            context = None
+        recorded = list(getattr(context, "merges", ()))
+        labels = [context.loop_var_name(recorded.index(m)) if m in recorded else "" for m in merges] \
+            if context is not None else [""] * len(merges)
+        return Loop(frame, context, init, head, self.canonical(pred), tail, body, back, exits, g_loop, labels)
 
 
 def _conjoin(a, b):

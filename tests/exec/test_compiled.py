@@ -2,6 +2,7 @@
 dataflow executor; plans it cannot structure fall back to the executor. The random-program property
 tests (tests/exec/test_programs.py, tests/grad/test_random_programs.py, test_branch_skipping.py,
 tests/transpile/test_random_programs.py) run compiled code too."""
+import contextlib
 import io
 import linecache
 import traceback
@@ -11,8 +12,8 @@ import pytest
 
 import graph as G
 import grad
-from exec import RunError, Session, blas
-from exec.compiled import Unstructured, compile_program
+from exec import RunError, Session, blas, load
+from exec.compiled import Unstructured, compile_program, prefers_dataflow
 from exec.memory import memory_manager
 from exec.reference import run_reference
 from exec.runtime import Runtime
@@ -218,15 +219,52 @@ def test_stacks_go_through_the_memory_manager_as_in_the_executor():
     assert stats["compiled"]["saves"] == 600 and stats["compiled"]["bytes_in_use"] == 0
 
 
-def test_compiled_runs_leave_blas_threads_as_they_are(monkeypatch):
+@pytest.mark.parametrize("other_cores,pinned", [(0.0, False), (1.5, True)])
+def test_blas_threads_in_compiled_code_follow_the_load(monkeypatch, other_cores, pinned):
+    """All BLAS threads while other processes leave the cores free, one while they take them."""
     entered = []
-    monkeypatch.setattr(blas, "single_threaded", lambda: entered.append(True))
+
+    @contextlib.contextmanager
+    def spy():
+        entered.append(True)
+        yield
+    monkeypatch.setattr(blas, "single_threaded", spy)
+    monkeypatch.setattr(load, "other_cores", lambda before, after: other_cores)
     g = G.Graph()
     with g.as_default():
         x = G.placeholder(np.float64, [300, 300])
         y = G.matmul(x, x)
-    np.testing.assert_allclose(Session(g, mode="compiled").run(y, {x: np.eye(300)}), np.eye(300))
-    assert entered == []
+    sess = Session(g, mode="compiled")
+    for _ in range(2):  # the first run measures the load, the second follows it
+        np.testing.assert_allclose(sess.run(y, {x: np.eye(300)}), np.eye(300))
+    assert entered == ([True] if pinned else [])
+
+
+def _loop_of(kind: str, par: int):
+    g = G.Graph()
+    with g.as_default():
+        n = G.placeholder(np.int64, [], name="n")
+        big = G.constant(np.ones((512, 512)))
+
+        def body(i, acc):
+            if kind == "independent":  # each iteration's heavy work depends on i only
+                y = G.tanh(big + G.cast(i, np.float64))
+            else:  # each iteration's heavy work depends on the last one's
+                y = G.tanh(acc + 1.0)
+            return G.add(i, 1), y if kind == "chained" else acc + G.reduce_sum(y)
+        init = G.constant(np.zeros((512, 512))) if kind == "chained" else G.constant(0.0)
+        _, acc = G.while_loop(lambda i, acc: G.less(i, n), body, (G.constant(np.int64(0)), init),
+                              parallel_iterations=par)
+    return g, acc
+
+
+@pytest.mark.parametrize("kind,par,cores,want", [
+    ("independent", 4, 2, "dataflow"), ("independent", 1, 2, "compiled"), ("independent", 4, 1, "compiled"),
+    ("chained", 4, 2, "compiled")])
+def test_auto_runs_parallel_heavy_iterations_on_the_executor(kind, par, cores, want):
+    g, acc = _loop_of(kind, par)
+    program = compile_program([acc], [], [], Runtime())
+    assert prefers_dataflow(program.nodes, cores=cores) == (want == "dataflow")
 
 
 def test_mode_is_checked():
