@@ -3,8 +3,9 @@
 Loop (N iterations, default 1000): h = tanh(h @ W) with h float64[4, 32], W float64[32, 32],
 loss = sum(h_N); the gradient is d loss / d W.
 Variants, all measured in the same run (median of repeats):
-  graph fwd        graph.while_loop, forward only
+  graph fwd        graph.while_loop, forward only (the session's "auto" mode: compiled code)
   graph fwd+bwd    the same loop and its gradient loop (grad.gradients): one run computes both
+  dataflow fwd+bwd the same graph run by the frame-tagged dataflow executor (mode="dataflow")
   unrolled fwd     the body repeated N times in Python at graph-build time (a straight-line graph)
   unrolled fwd+bwd its gradient (also straight-line)
   numpy fwd+bwd    the loop and a hand-written backward loop in plain numpy (the floor)
@@ -110,6 +111,7 @@ def main():
     build_unrolled_s = time.perf_counter() - t_build
     sess = Session(g, inter_op_threads=a.threads)
     sessu = Session(gu, inter_op_threads=a.threads)
+    sessdf = Session(g, inter_op_threads=a.threads, mode="dataflow")
     feeds, feedsu = {W: Wv, h0: h0v}, {Wu: Wv, h0u: h0v}
 
     ref_loss, ref_gW = numpy_fwd_bwd(h0v, Wv, a.n)
@@ -127,6 +129,7 @@ def main():
     t = {
         "graph_fwd": timed(lambda: sess.run(loss, feeds), a.repeats),
         "graph_fwd_bwd": timed(lambda: sess.run([loss, gW], feeds), a.repeats),
+        "dataflow_fwd_bwd": timed(lambda: sessdf.run([loss, gW], feeds), a.repeats),
         "unrolled_fwd": timed(lambda: sessu.run(lossu, feedsu), a.repeats),
         "unrolled_fwd_bwd": timed(lambda: sessu.run([lossu, gWu], feedsu), a.repeats),
         "numpy_fwd_bwd": timed(lambda: numpy_fwd_bwd(h0v, Wv, a.n), a.repeats),
@@ -144,12 +147,14 @@ def main():
         "unrolled_backward_overhead": t["unrolled_fwd_bwd"] / t["unrolled_fwd"],
         "loop_vs_unrolled_fwd_bwd": t["graph_fwd_bwd"] / t["unrolled_fwd_bwd"],
         "loop_vs_numpy_fwd_bwd": t["graph_fwd_bwd"] / t["numpy_fwd_bwd"],
+        "compiled_vs_dataflow_fwd_bwd": t["graph_fwd_bwd"] / t["dataflow_fwd_bwd"],
     }
     print()
     print(f"fwd+bwd / fwd (in-graph loop): {ratios['backward_overhead']:.2f}   "
           f"(unrolled: {ratios['unrolled_backward_overhead']:.2f})")
     print(f"in-graph loop / unrolled, fwd+bwd: {ratios['loop_vs_unrolled_fwd_bwd']:.2f}   "
-          f"vs numpy: {ratios['loop_vs_numpy_fwd_bwd']:.2f}")
+          f"vs numpy: {ratios['loop_vs_numpy_fwd_bwd']:.2f}   "
+          f"compiled / dataflow: {ratios['compiled_vs_dataflow_fwd_bwd']:.2f}")
     print(f"peak stack memory: {peak} bytes = {peak / needed:.3f} x the {needed} bytes the backward reads "
           f"({peak / a.n:.0f} bytes/iteration)")
     print(f"graph build: loop + gradient {build_loop_s * 1e3:.1f} ms ({len(g.nodes)} nodes), "

@@ -10,7 +10,9 @@ Model (the peers' workload, /work/shared/peers/lstm.py; float32):
 Variants (each in its own process; peak RSS belongs to one variant):
   dynamic    ours: a plain Python training step under @transpile.function, `for t in
              range(seq_len)` with seq_len a tensor argument -> ONE graph while loop (and its
-             gradient loop with stacks); numpy-style cell; grad.gradients; grad.SGD(...).apply
+             gradient loop with stacks); numpy-style cell; grad.gradients; grad.SGD(...).apply;
+             run as the session's "auto" mode chooses (compiled code, exec/compiled/)
+  dynamic_df the same run by the frame-tagged dataflow executor (mode="dataflow")
   static     the same function with seq_len in static_argnames: the loop unrolled at trace time
   numpy      plain numpy, the same per-step computation, hand-written backprop (the floor for
              a system that calls numpy kernels); numpy's BLAS threads as configured
@@ -51,7 +53,7 @@ import _procs as P  # noqa: E402
 D, H, B = 64, 256, 32
 LR = 0.1
 EXPECTED_LOSS = {100: 0.278955, 200: 0.279086}
-VARIANTS = ["dynamic", "static", "numpy", "numpy_1t", "torch", "jax_scan", "tf1_while"]
+VARIANTS = ["dynamic", "dynamic_df", "static", "numpy", "numpy_1t", "torch", "jax_scan", "tf1_while"]
 OPTIONAL = {"torch": "torch", "jax_scan": "jax", "tf1_while": "tensorflow"}
 MIN_REPEATS, MAX_REPEATS, TARGET_TIMED_S = 5, 15, 3.0
 
@@ -69,7 +71,7 @@ def make_data(T):
 
 # ---------------------------------------------------------------- ours
 
-def build_ours(T, static):
+def build_ours(T, static, mode="auto"):
     import graph
     import grad
     import transpile
@@ -93,7 +95,7 @@ def build_ours(T, static):
         grad.SGD(LR).apply(grads, params)
         return loss
 
-    step_fn = transpile.function(train_step, static_argnames=("seq_len",) if static else ())
+    step_fn = transpile.function(train_step, static_argnames=("seq_len",) if static else (), mode=mode)
     seq_len = T if static else np.int64(T)
 
     def step():
@@ -299,6 +301,7 @@ def build_tf1(T):
 
 BUILDERS = {
     "dynamic": lambda T: build_ours(T, static=False),
+    "dynamic_df": lambda T: build_ours(T, static=False, mode="dataflow"),
     "static": lambda T: build_ours(T, static=True),
     "numpy": lambda T: build_numpy(T, one_thread=False),
     "numpy_1t": lambda T: build_numpy(T, one_thread=True),
@@ -367,7 +370,7 @@ def _summary(runs: list[dict]) -> dict:
             **({"graph_info": ok[0]["graph_info"]} if "graph_info" in ok[0] else {})}
 
 
-RATIOS = [("dynamic", "torch"), ("static", "torch"), ("dynamic", "static"), ("dynamic", "numpy"),
+RATIOS = [("dynamic", "torch"), ("static", "torch"), ("dynamic", "static"), ("dynamic", "dynamic_df"), ("dynamic", "numpy"),
           ("dynamic", "numpy_1t"), ("dynamic", "jax_scan"), ("dynamic", "tf1_while")]
 
 

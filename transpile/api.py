@@ -16,9 +16,10 @@ import numpy as np
 import graph
 import graph.errors
 from exec import Session
+from exec.compiled import MODES
 from graph import nest
 from graph.node import Tensor
-from transpile import captured_state, operators, signatures
+from transpile import captured_state, fast_calls, operators, signatures
 from transpile.operators.trace_state import trace_state
 
 logger = logging.getLogger("transpile")
@@ -127,6 +128,8 @@ class _Trace:
     # the Python state it reads and writes beyond its arguments (captured_state.py): guards checked and
     # arrays fed at each call, writes applied after each run
     captured: captured_state.CapturedInputs = captured_state.NONE
+    fed: list = field(default_factory=list)  # the placeholders `run` feeds, in its order
+    fast: object = None                      # fast_calls.make_fast_call's function, or None
 
 
 class Function:
@@ -149,9 +152,18 @@ class Function:
     Variables).
     When a call needs a new trace, `retrace_reports` gets a line saying which
     argument changed (also logged at DEBUG level on logger "transpile").
+
+    `mode` is the traces' Session mode: "auto" and "compiled" run them as
+    compiled Python code where they can (`compiled_code` shows it), "dataflow"
+    on the frame-tagged executor. A call whose arguments fit the trace it used
+    last goes straight to that trace (transpile/fast_calls.py).
     """
 
-    def __init__(self, fn, static_argnames=(), relax_shapes: bool = False):
+    def __init__(self, fn, static_argnames=(), relax_shapes: bool = False, mode: str = "auto"):
+        if mode not in MODES:
+            raise ValueError(f"mode must be one of {', '.join(map(repr, MODES))}, got {mode!r}")
+        self.mode = mode
+        self._fast = None  # the fast call of the trace the last general-path call ran
         if isinstance(fn, Function):
             fn = fn.python_function
         # fails early on what cannot be converted (builtins, classes, ...)
@@ -209,12 +221,18 @@ class Function:
             return per_instance
 
     def _copy(self) -> "Function":
-        return Function(self.python_function, static_argnames=self.static_argnames, relax_shapes=self.relax_shapes)
+        return Function(self.python_function, static_argnames=self.static_argnames, relax_shapes=self.relax_shapes,
+                        mode=self.mode)
 
     def __call__(self, *args, **kwargs):
         if operators.is_tracing():
             return self._transpile_inline()(*args, **kwargs)
         try:
+            fast = self._fast
+            if fast is not None and not kwargs:
+                out = fast(args)
+                if out is not fast_calls.MISS:
+                    return out
             # the fast path: a positional call whose argument types, dtypes and shapes (values of
             # static arguments, identities of objects) were seen before runs its trace directly
             values = key = None
@@ -231,9 +249,11 @@ class Function:
                 if hit is not None:
                     fed = trace.captured.read(values)  # None: the Python state it read changed
                     if fed is not None:
+                        self._fast = trace.fast
                         return self._run(trace, values, fed)
             sig, bound, values = self._bind(args, kwargs)
             trace = self._lookup(sig, bound, key)
+            self._fast = trace.fast if not kwargs else self._fast
             return self._run(trace, values, trace.captured.read(values))
         except Exception as e:
             _hide_internal_frames(e)
@@ -246,6 +266,13 @@ class Function:
         """The traced graph for these arguments (printable with str() and .to_dot())."""
         sig, bound, _ = self._bind(args, kwargs)
         return self._lookup(sig, bound).graph
+
+    def compiled_code(self, *args, **kwargs) -> str:
+        """The Python code that compiled mode runs for a call with these arguments (traced now if
+        need be): the function's graph as straight code, loops as `while`, conds as `if`."""
+        sig, bound, _ = self._bind(args, kwargs)
+        trace = self._lookup(sig, bound)
+        return trace.session.compiled_source(trace.fetches + [trace.effects], trace.fed)
 
     @property
     def last_retrace_report(self) -> str | None:
@@ -364,7 +391,7 @@ class Function:
         operators.share_element_specs(g)
         trace = _Trace(sig, g, placeholders, out, fetch_index, fetches, constants, effects, keep_alive=keep_alive,
                        captured=captured)
-        trace.session = Session(g)
+        trace.session = Session(g, mode=self.mode)
         fed = []
         for k, phs in enumerate(placeholders):
             leaves = [i for i, ph in enumerate(phs) if ph is not None]
@@ -375,6 +402,15 @@ class Function:
         # fetched after the results, and the effects node last: its result (None) is past the others
         fed += captured_placeholders
         trace.run = trace.session.make_callable(fetches + captured.fetches + [effects], fed)
+        trace.fed = fed
+        if self._positional is not None and all(leaves is None for _, leaves in trace.fed_arguments):
+            required, defaults = self._positional
+            trace.fast = fast_calls.make_fast_call(
+                self._name, len(sig.names), required, defaults,
+                [specs[0] if structure is None else None for structure, specs in zip(sig.structures, sig.specs)],
+                [k for k, _ in trace.fed_arguments], trace.run,
+                [i if i is not None else ("constant", c) for i, c in zip(fetch_index, constants, strict=True)], out,
+                captured, len(fetches))
         return trace
 
     def _symbolic_arguments(self, bound, sig, placeholders, keep_alive):
@@ -458,6 +494,9 @@ class _BoundFunction:
     def get_graph(self, *args, **kwargs):
         return self._function.get_graph(self._obj, *args, **kwargs)
 
+    def compiled_code(self, *args, **kwargs) -> str:
+        return self._function.compiled_code(self._obj, *args, **kwargs)
+
     def _transpile_inline(self):
         return types.MethodType(convert(self._function.python_function), self._obj)
 
@@ -504,8 +543,9 @@ def _finish_outputs(out):
     return walk(out)
 
 
-def function(fn=None, *, static_argnames=(), relax_shapes: bool = False):
-    """Decorator: `@transpile.function` or `@transpile.function(static_argnames=("n",), relax_shapes=True)`."""
+def function(fn=None, *, static_argnames=(), relax_shapes: bool = False, mode: str = "auto"):
+    """Decorator: `@transpile.function` or `@transpile.function(static_argnames=("n",), relax_shapes=True,
+    mode="compiled")` (see Function)."""
     if fn is None:
-        return lambda f: Function(f, static_argnames=static_argnames, relax_shapes=relax_shapes)
-    return Function(fn, static_argnames=static_argnames, relax_shapes=relax_shapes)
+        return lambda f: Function(f, static_argnames=static_argnames, relax_shapes=relax_shapes, mode=mode)
+    return Function(fn, static_argnames=static_argnames, relax_shapes=relax_shapes, mode=mode)
