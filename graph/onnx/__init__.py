@@ -7,7 +7,7 @@ initializers, and numpy-like ops their ONNX operators with the graph's dtypes
 `IR_VERSION`, which onnxruntime >= 1.18 runs.
 """
 from graph.onnx.builder import IR_VERSION, OPSET
-from graph.onnx.model import export
 from graph.onnx.lowering import ExportError
+from graph.onnx.model import export
 
 __all__ = ["export", "ExportError", "OPSET", "IR_VERSION"]

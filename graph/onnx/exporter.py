@@ -18,13 +18,13 @@ from graph import dtypes as _dt
 from graph.control_flow.contexts import CondContext, WhileContext
 from graph.core import Graph
 from graph.node import Node, Tensor
-from graph.op_registry import get_opdef
 from graph.onnx import control_flow
 from graph.onnx.builder import GraphBuilder, Names, evaluate, sequence_type, tensor_type
 from graph.onnx.indexing import INDEXING
 from graph.onnx.lowering import Emitter, ExportError, Scope
 from graph.onnx.ops import LOWERINGS
 from graph.onnx.sequences import TensorArrays
+from graph.op_registry import get_opdef
 
 DROPPABLE = frozenset({"Print", "Assert"})
 _PLUMBING = frozenset({"Enter", "Exit", "Identity", "NextIteration", "Switch", "Merge", "LoopCond", "StopGradient"})

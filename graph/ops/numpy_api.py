@@ -14,6 +14,7 @@ from graph.errors import SymbolicBoolError, UnsupportedError
 from graph.node import Tensor
 from graph.ops import array as A
 from graph.ops import creation as C
+from graph.ops import indexing as I
 from graph.ops import math as M
 from graph.ops import nn as N
 from graph.ops import reduce as R
@@ -188,6 +189,16 @@ def _stack_columns(arrays, dtype=None, casting="same_kind"):
     return A.concat(ts, 0 if all(t.ndim == 1 for t in ts) else 1)
 
 
+def _flip(m, axis=None):
+    """`np.flip`: the items of the given axes (all without `axis`) in reverse order."""
+    t = convert(m)
+    if t.ndim is None:
+        raise UnsupportedError("np.flip needs a graph tensor of known rank")
+    axes = range(t.ndim) if axis is None else [normalize_axis(a, t.shape) for a in
+                                               (axis if isinstance(axis, (tuple, list)) else (axis,))]
+    return I.getitem(t, tuple(slice(None, None, -1) if i in axes else slice(None) for i in range(t.ndim)))
+
+
 def _reshape(a, shape=None, order="C", *, newshape=None, copy=None):
     if order != "C":
         raise TypeError("np.reshape on graph tensors supports only order='C'")
@@ -313,7 +324,7 @@ FUNCTIONS = {
     np.argmax: _arg(R.argmax), np.argmin: _arg(R.argmin),
     np.var: _stat(R.var), np.std: _stat(R.std),
     np.dot: dot, np.where: _where, np.concatenate: _concatenate, np.stack: _stack, np.vstack: _stack_rows,
-    np.hstack: _stack_columns,
+    np.hstack: _stack_columns, np.flip: _flip,
     np.reshape: _reshape, np.transpose: lambda a, axes=None: A.transpose(a, axes),
     np.expand_dims: lambda a, axis: A.expand_dims(a, axis),
     np.squeeze: lambda a, axis=None: A.squeeze(a, axis),

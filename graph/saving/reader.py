@@ -14,9 +14,9 @@ from dataclasses import dataclass
 from graph.control_flow.contexts import CondState
 from graph.control_flow.tensor_array import TensorArraySpec
 from graph.core import CPU, Graph
+from graph.errors import GraphError, SourceLocation
 from graph.node import Node, Tensor
 from graph.op_registry import get_opdef
-from graph.errors import GraphError, SourceLocation
 from graph.ops import Variable
 from graph.saving import records
 from graph.saving.archive import Archive

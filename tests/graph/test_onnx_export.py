@@ -8,8 +8,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import graph
 import grad
+import graph
 from exec import Session
 from tests.exec import programs as P
 from tests.grad import programs as GP

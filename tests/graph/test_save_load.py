@@ -8,8 +8,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import graph
 import grad
+import graph
 from exec import Session
 from graph.saving import FORMAT_VERSION, FormatError, Output, Signature, load_saved
 from tests.exec import programs as P

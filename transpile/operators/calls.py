@@ -23,6 +23,7 @@ from transpile.operators.arrays import NEW_ARRAY_FUNCTIONS, new_array
 from transpile.operators.conditionals import if_exp, if_stmt
 from transpile.operators.data_structures import TensorList, list_append, set_item
 from transpile.operators.iterables import enumerate_, range_, zip_
+from transpile.operators.list_items import append_at
 from transpile.operators.logical import and_, not_, or_
 from transpile.operators.loops import for_stmt, while_stmt
 from transpile.operators.py_builtins import (BUILTIN_FUNCTIONS, abs_, bool_, float_, int_, isinstance_, len_,
@@ -173,7 +174,7 @@ ag_namespace = types.SimpleNamespace(
     if_stmt=if_stmt, if_exp=if_exp, while_stmt=while_stmt, for_stmt=for_stmt,
     and_=and_, or_=or_, not_=not_,
     Undefined=Undefined, undefined_return=undefined_return, ld=ld, to_global=to_global,
-    list_append=list_append, set_item=set_item, assert_stmt=assert_stmt, call=call, fstr=fstr, fmt=fmt,
+    list_append=list_append, append_at=append_at, set_item=set_item, assert_stmt=assert_stmt, call=call, fstr=fstr, fmt=fmt,
     print=print_, range=range_, len=len_, enumerate=enumerate_, zip=zip_, abs=abs_, min=min_, max=max_,
     sum=sum_, int=int_, float=float_, bool=bool_, isinstance=isinstance_,
 )

@@ -266,6 +266,11 @@ def set_item(target, key, value, in_place=None):
         return graph.set_item(target, key, value)
     if isinstance(target, TensorList):
         raise StagingError("cannot assign an item of a list built in a graph loop; build a new list instead")
+    if isinstance(target, dict) and is_tensor(key):
+        raise StagingError(f"a dict item is assigned with a graph-tensor key ({describe(key)}, e.g. the index of a "
+                           "graph loop): the key's value, and so the item, would only exist when the graph runs. "
+                           "Index an array instead (`xs = np.zeros((n, ...))`, then `xs[t] = ...`), append to a "
+                           "list, or make the loop a Python loop (over a Python range)")
     if isinstance(target, (np.ndarray, MutableArray)):
         written = set_array_item(target, key, value)
         if written is not target and in_place is not None:
