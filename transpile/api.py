@@ -370,7 +370,10 @@ class Function:
                     if sig.structures[k] is None and specs[0].kind in ("object", "static"):
                         capture.add_argument(k, sig.names[k], values[k])
                 call_args, call_kwargs = self._symbolic_arguments(bound, sig, placeholders, keep_alive)
-                out = converted(*call_args, **call_kwargs)
+                try:
+                    out = converted(*call_args, **call_kwargs)
+                except KeyError as e:
+                    raise _graph_key_error(e) from None
                 out = _finish_outputs(out)
                 leaves = nest.flatten(out) if isinstance(out, (list, tuple, dict)) else [out]
                 fetches, fetch_index, constants = [], [], []
@@ -527,6 +530,25 @@ def _hide_internal_frames(exc: BaseException) -> None:
         a.tb_next = b
     keep[-1].tb_next = None
     exc.__traceback__ = keep[0]
+
+
+def _graph_key_error(e: KeyError) -> Exception:
+    """A KeyError of a dict read with a graph-tensor key (e.g. `hs[t - 1]` with `t` the index of a graph
+    loop) as a StagingError at the user's line that says why; any other KeyError as it is."""
+    key = e.args[0] if len(e.args) == 1 else None
+    if not operators.is_tensor(key):
+        return e
+    location, tb = None, e.__traceback__
+    while tb is not None:
+        code = tb.tb_frame.f_code
+        if not graph.errors.is_internal(code.co_filename) and not code.co_filename.startswith("<"):
+            location = graph.errors.SourceLocation(code.co_filename, tb.tb_lineno, code.co_name)
+        tb = tb.tb_next
+    return operators.StagingError(
+        "a dict is read with a graph-tensor key (the index of a graph loop, or a value computed from "
+        "arguments): dict keys are Python values, and this one only exists when the graph runs. Index an array "
+        "instead (`hs = np.zeros((n, ...))`, then `hs[t]`), use a list appended in the loop, or make the loop "
+        "a Python loop (over a Python range)", location)
 
 
 def _finish_outputs(out):

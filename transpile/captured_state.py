@@ -203,8 +203,11 @@ class CapturedInputs:
     def apply(self, results, fed: list, args) -> None:
         for array_index, fetch_index in self.write_backs:
             np.copyto(fed[array_index], results[fetch_index], casting="unsafe")
-        for replay in self.replays:
-            replay.apply(results, fed, args)
+        # each write goes to the object the function found at its source when the call started (a later
+        # write may rebind the source, as `self.xs = []` after `self.xs.append(x)`)
+        targets = [replay.read(args) for replay in self.replays]
+        for replay, target in zip(self.replays, targets):
+            replay.apply(target, results, fed)
 
     def __bool__(self) -> bool:
         return bool(self.checks or self.arrays or self.fetches or self.replays)
@@ -239,8 +242,8 @@ class Replay:
         self.target, self.kind, self.key, self.template = target, kind, key, template
         self.read = target.reader() if isinstance(target, Source) else (lambda args, obj=target: obj)
 
-    def apply(self, results, fed, args) -> None:
-        obj = self.read(args)
+    def apply(self, obj, results, fed) -> None:
+        """Makes the write on `obj` (the target, read from its source at the start of the call)."""
         if self.kind == "setattr":
             setattr(obj, self.key, _build(self.template, results, fed))
         elif self.kind == "delattr":

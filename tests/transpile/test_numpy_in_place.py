@@ -1,6 +1,9 @@
 """numpy arrays the function makes and writes in place (`a[i] = t`, `a += t`, `out=a`), in straight-line
 code, in graph branches and in graph loops: converted == plain Python, aliases included."""
+import inspect
+
 import numpy as np
+import pytest
 
 import transpile
 from tests.transpile.helpers import assert_converted_equivalent
@@ -107,3 +110,45 @@ def rows_written_in_a_loop(xs):
 
 def test_chained_item_assignment_in_graph_branches():
     assert_converted_equivalent(rows_written_in_a_loop, (np.array([1.0, -2.0, 3.0]),))
+
+
+def grouped(xs, keys):
+    groups = [[], [], []]
+    for i in range(len(keys)):     # keys is an array argument of known length: a Python loop
+        groups[keys[i]].append(xs[i])      # a graph index: which list grows is decided at run time
+    return [np.sum(g) for g in groups]
+
+
+def test_append_to_the_list_at_a_graph_index():
+    f = transpile.function(grouped)
+    xs, keys = np.array([1.0, 2.0, 3.0, 4.0]), np.array([0, 2, 0, 1])
+    assert [float(v) for v in f(xs, keys)] == [4.0, 4.0, 2.0]
+    np.testing.assert_allclose(f(xs, np.array([2, 2, 2, 2])), [0.0, 0.0, 10.0])
+
+
+def grouped_in_a_graph_loop(points, centers):
+    clusters = [[] for _ in range(len(centers))]
+    for i, x in enumerate(points):             # a graph loop over the rows of an array argument
+        clusters[np.argmin(np.abs(centers - x))].append(i)
+    return clusters
+
+
+def test_append_at_a_graph_index_in_a_graph_loop():
+    points, centers = np.array([0.1, 5.2, 9.9, 4.8, 0.3]), np.array([0.0, 5.0, 10.0])
+    got = transpile.function(grouped_in_a_graph_loop)(points, centers)
+    assert [list(c) for c in got] == grouped_in_a_graph_loop(points, centers) == [[0, 4], [1, 3], [2]]
+
+
+def dict_in_a_graph_loop(x, n):
+    hs = {-1: x}
+    for t in range(n):                         # n is a graph input: t is a graph tensor
+        hs[t] = np.tanh(hs[t - 1])             # <- error
+    return hs[n - 1]
+
+
+def test_a_dict_read_with_a_graph_key_names_the_line():
+    with pytest.raises(transpile.StagingError) as info:
+        transpile.function(dict_in_a_graph_loop)(np.ones(2), 3)
+    lines, first = inspect.getsourcelines(dict_in_a_graph_loop)
+    line = first + next(i for i, t in enumerate(lines) if "# <- error" in t)
+    assert f"{__file__}:{line}: a dict is read with a graph-tensor key" in str(info.value)

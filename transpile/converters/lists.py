@@ -1,4 +1,4 @@
-"""Turns `lst.append(x)` statements into `lst = ag.list_append(lst, x)`."""
+"""Turns `lst.append(x)` into `lst = ag.list_append(lst, x)`, `lst[k].append(x)` into `ag.append_at`."""
 from __future__ import annotations
 
 import gast
@@ -12,11 +12,13 @@ class Lists(BoundNamesScope, Converter):
 
         for v in xs:
             out.append(v * 2)
+            groups[k].append(v)
 
     After::
 
         for v in xs:
             out = ag.list_append(out, v * 2)
+            groups = ag.append_at(groups, k, v, 'groups')
 
     On a Python list `list_append` appends in place, exactly as before; in a
     graph loop the list becomes a TensorArray that is stacked after the loop.
@@ -26,15 +28,19 @@ class Lists(BoundNamesScope, Converter):
 
     def visit_Expr(self, node):
         call = node.value
-        if (isinstance(call, gast.Call) and isinstance(call.func, gast.Attribute)
-                and call.func.attr == "append" and isinstance(call.func.value, gast.Name)
-                and len(call.args) == 1 and not call.keywords
-                and not isinstance(call.args[0], gast.Starred)):
-            target = call.func.value.id
-            if not self.binds_locally(target):
-                return self.generic_visit(node)
+        if not (isinstance(call, gast.Call) and isinstance(call.func, gast.Attribute) and call.func.attr == "append"
+                and len(call.args) == 1 and not call.keywords and not isinstance(call.args[0], gast.Starred)):
+            return self.generic_visit(node)
+        owner = call.func.value
+        if isinstance(owner, gast.Name) and self.binds_locally(owner.id):
+            new = A.assign(A.name(owner.id, gast.Store()),
+                           self.ctx.ag_call("list_append", [A.name(owner.id), call.args[0]]))
+            return A.locate(new, node)
+        if isinstance(owner, gast.Subscript) and isinstance(owner.value, gast.Name) \
+                and self.binds_locally(owner.value.id) and not isinstance(owner.slice, gast.Slice):
+            target = owner.value.id
             new = A.assign(A.name(target, gast.Store()),
-                           self.ctx.ag_call("list_append", [A.name(target), call.args[0]]))
+                           self.ctx.ag_call("append_at", [A.name(target), owner.slice, call.args[0], A.const(target)]))
             return A.locate(new, node)
         return self.generic_visit(node)
 
