@@ -13,12 +13,16 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+import numpy as np
+
 import graph
 import graph.errors
+import graph.onnx
 from exec import Session
 from exec.compiled import MODES
 from graph import nest
 from graph.node import Tensor
+from graph.saving import Output, Signature, load_saved
 from transpile import captured_state, fast_calls, operators, signatures
 from transpile.operators.trace_state import trace_state
 
@@ -267,6 +271,12 @@ class Function:
         sig, bound, _ = self._bind(args, kwargs)
         return self._lookup(sig, bound).graph
 
+    def save(self, path, *args, **kwargs) -> None:
+        """Saves the graph traced for these arguments (traced now if needed) with its signature, in the
+        saved-graph format; `transpile.load(path)` gives back a function of its graph inputs."""
+        trace = self._lookup(*self._bind(args, kwargs)[:2])
+        trace.graph.save(path, _saved_signature(trace, self._name))
+
     def compiled_code(self, *args, **kwargs) -> str:
         """The Python code that compiled mode runs for a call with these arguments (traced now if
         need be): the function's graph as straight code, loops as `while`, conds as `if`."""
@@ -497,6 +507,9 @@ class _BoundFunction:
     def get_graph(self, *args, **kwargs):
         return self._function.get_graph(self._obj, *args, **kwargs)
 
+    def save(self, path, *args, **kwargs) -> None:
+        self._function.save(path, self._obj, *args, **kwargs)
+
     def compiled_code(self, *args, **kwargs) -> str:
         return self._function.compiled_code(self._obj, *args, **kwargs)
 
@@ -571,3 +584,78 @@ def function(fn=None, *, static_argnames=(), relax_shapes: bool = False, mode: s
     if fn is None:
         return lambda f: Function(f, static_argnames=static_argnames, relax_shapes=relax_shapes, mode=mode)
     return Function(fn, static_argnames=static_argnames, relax_shapes=relax_shapes, mode=mode)
+
+
+# --------------------------------------------------------------------------- saved traces and ONNX export
+
+def _saved_signature(trace: _Trace, name: str) -> Signature:
+    """What a saved trace computes: its placeholders (the arguments that are graph inputs, in order),
+    its fetched results, how they nest (Python values the function returns kept as they are)."""
+    inputs = [ph for phs in trace.placeholders for ph in phs if ph is not None]
+    leaves = [Output(i) if i is not None else c for i, c in zip(trace.fetch_index, trace.constants, strict=True)]
+    out = trace.output_structure
+    structure = nest.pack_as(out, leaves) if isinstance(out, (list, tuple, dict)) else leaves[0]
+    return Signature(tuple(inputs), tuple(ph.node.name for ph in inputs), tuple(trace.fetches), structure,
+                     trace.effects, name)
+
+
+class SavedFunction:
+    """A function saved with `Function.save`, loaded: its graph runs with the executor, without the source.
+
+    It takes the saved trace's graph inputs (the arguments that were arrays or numbers, containers
+    flattened; static arguments keep their traced values) in order or by name (`input_names`), and
+    returns the results with the function's structure.
+    """
+
+    def __init__(self, saved):
+        if saved.signature is None:
+            raise ValueError("this saved graph has no signature (it was saved with Graph.save, not by a "
+                             "transpile.function): load it with graph.load")
+        self.graph, self.signature = saved.graph, saved.signature
+        self.input_names = self.signature.input_names
+        self.__name__ = self.signature.name
+        fetches = [*self.signature.outputs, *([self.signature.effects] if self.signature.effects else [])]
+        self._run = Session(self.graph).make_callable(fetches, list(self.signature.inputs))
+
+    def __call__(self, *args, **kwargs):
+        names = self.input_names
+        if len(args) > len(names) or set(kwargs) - set(names[len(args):]):
+            raise TypeError(f"{self.__name__}() takes {', '.join(names)}; got {len(args)} positional arguments "
+                            f"and {sorted(kwargs)}")
+        values = list(args) + [kwargs.pop(n) for n in names[len(args):] if n in kwargs]
+        if len(values) != len(names):
+            raise TypeError(f"{self.__name__}() is missing {', '.join(names[len(values):])}")
+        feeds = [v if isinstance(v, np.ndarray) else np.asarray(v, dtype=t.dtype)
+                 for v, t in zip(values, self.signature.inputs, strict=True)]
+        results = self._run(*feeds)
+        return self.signature.pack(list(results[:len(self.signature.outputs)]))
+
+    def __repr__(self) -> str:
+        return f"<transpile.SavedFunction {self.__name__}({', '.join(self.input_names)})>"
+
+
+def load(path) -> SavedFunction:
+    """The function saved at `path` by `Function.save` (see SavedFunction)."""
+    return SavedFunction(load_saved(path))
+
+
+def export_onnx(fn, example_args, path=None, *, drop=()):
+    """The onnx.ModelProto of `fn`'s graph traced for `example_args` (a tuple); saved to `path` when given.
+
+    The model's inputs are the arguments that are graph inputs (arrays and numbers), in order and
+    named after them; its outputs are the results, flattened, named `output_0`, `output_1`, ...
+    `drop` leaves out prints and asserts ("Print", "Assert"); see graph.onnx.export.
+    """
+    function = fn if isinstance(fn, (Function, _BoundFunction)) else Function(fn)
+    args = tuple(example_args)
+    if isinstance(function, _BoundFunction):
+        function, args = function._function, (function._obj, *args)
+    trace = function._lookup(*function._bind(args, {})[:2])
+    sig = _saved_signature(trace, function._name)
+    for out in sig.outputs:
+        if not isinstance(out, Tensor):
+            raise TypeError(f"{function._name} returns Variable {out.name!r}, whose updated value an exported "
+                            "model cannot give: return a tensor (its value) instead")
+    return graph.onnx.export(trace.graph, list(sig.inputs), list(sig.outputs), path, input_names=sig.input_names,
+                             output_names=[f"output_{k}" for k in range(len(sig.outputs))], drop=drop,
+                             effects=[sig.effects] if sig.effects is not None else [], model_name=function._name)
