@@ -162,11 +162,28 @@ def _square(em: Emitter, node: Node, ins: list) -> list:
     return [em("Mul", x, x)]
 
 
-@lowering("Log1p", "Expm1")
-def _log1p_expm1(em: Emitter, node: Node, ins: list) -> list:
+@lowering("Log1p")
+def _log1p(em: Emitter, node: Node, ins: list) -> list:
+    # log(1 + x) loses x's digits where 1 + x rounds; x * log(u) / (u - 1) with u = 1 + x does not
+    # (Goldberg, "What every computer scientist should know about floating-point arithmetic", thm. 4)
     out = em.out_dtype
-    x, one = em.input_as(ins, 0, out), em.const(1, out)
-    return [em("Log", em("Add", x, one)) if node.op == "Log1p" else em("Sub", em("Exp", x), one)]
+    x = em.input_as(ins, 0, out)
+    u = em("Add", x, em.const(1, out))
+    d = em("Sub", u, em.const(1, out))
+    exact = em("Div", em("Mul", x, em("Log", u)), d)
+    return [em("Where", em("Equal", d, em.const(0, out)), x, exact)]
+
+
+@lowering("Expm1")
+def _expm1(em: Emitter, node: Node, ins: list) -> list:
+    # the same trick for exp(x) - 1: (u - 1) * x / log(u) with u = exp(x); u - 1 is -1 once exp underflows
+    out = em.out_dtype
+    x = em.input_as(ins, 0, out)
+    u = em("Exp", x)
+    d = em("Sub", u, em.const(1, out))
+    exact = em("Div", em("Mul", d, x), em("Log", u))
+    minus_one = em("Equal", d, em.const(-1, out))
+    return [em("Where", em("Equal", d, em.const(0, out)), x, em("Where", minus_one, d, exact))]
 
 
 @lowering("IsNan", "IsFinite")

@@ -198,6 +198,13 @@ def test_unary_reductions_and_casts_keep_their_dtypes(dtype):
     _export_and_compare(g, phs, outs, [(x,)])
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64], ids=lambda d: np.dtype(d).name)
+def test_log1p_and_expm1_keep_the_digits_of_small_arguments(dtype):
+    g, phs, outs = _op_graph(lambda x: [graph.log1p(x), graph.expm1(x)], (dtype, [7]))
+    x = np.array([1e-12, -3e-9, 2e-5, 0.0, 0.7, -0.5, 30.0]).astype(dtype)
+    _export_and_compare(g, phs, outs, [(x,)])
+
+
 def test_indexing_and_item_assignment_with_tensor_parts():
     def build(x, i, idx, mask):
         y = graph.set_item(x, (i, slice(None, None, 2)), 9.0)
