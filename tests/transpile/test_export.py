@@ -8,6 +8,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+import grad
 import graph
 import transpile
 from graph import nest
@@ -141,3 +142,31 @@ def test_a_function_returning_a_variable_cannot_be_exported():
 
     with pytest.raises(TypeError, match="returns Variable 'state'"):
         transpile.export_onnx(bump, (np.ones(2, np.float32),))
+
+
+def test_a_saved_training_step_trains_the_loaded_variables_as_the_original_does(tmp_path):
+    """A loop, its gradient loop (values saved on stacks), Adam's slots: the loaded step updates its own
+    Variables exactly as the original updates the originals, whatever the trip count."""
+    w = graph.Variable(np.array([0.5, -0.3]), name="w")
+    optimizer = grad.Adam(0.1)
+
+    @transpile.function
+    def step(xs, n):
+        h = np.zeros(2)
+        for t in range(n):
+            h = np.tanh(h * w + xs[t])
+        loss = np.sum(h * h) + np.sum(w * w)
+        optimizer.apply(grad.gradients(loss, [w]), [w])
+        return loss
+
+    xs = np.linspace(-1.0, 1.0, 10).reshape(5, 2)
+    step.save(tmp_path / "step.fg", xs, 3)
+    loaded = transpile.load(tmp_path / "step.fg")
+    for n in (3, 0, 5, 2):
+        assert loaded(xs, n) == step(xs, n)
+    originals = list(step.get_graph(xs, 3).variables.values())
+    copies = list(loaded.graph.variables.values())
+    assert len(copies) == len(originals) >= 3  # w and Adam's moments
+    for original, copy in zip(originals, copies, strict=True):
+        assert copy is not original
+        np.testing.assert_array_equal(copy.value, original.value)
