@@ -338,7 +338,13 @@ class Function:
         """Records why a call needs a new trace: its signature changed, or (`same_signature`: a trace of
         its signature) the Python state that trace read did."""
         if same_signature is not None:
-            report = f"retracing {self._name}: {same_signature.captured.change(values)}"
+            failing = same_signature.captured.failing(values)
+            report = f"retracing {self._name}: {failing.change(values) if failing else '?'}"
+            if isinstance(failing, captured_state.ValueCheck) and failing.becomes_input:
+                # a number in the Python state that changes between calls (a counter, a rate) is read at
+                # each call from now on, as Dynamo's automatic dynamic shapes do
+                self._relaxed_captures[failing.source.describe()] = captured_state.DYNAMIC
+                report += " (from now on a graph input)"
             if self.relax_shapes:
                 self._relax_captured(same_signature, values)
         else:

@@ -41,6 +41,14 @@ MAX_ITEMS = 65536
 
 _SCALARS = (bool, int, float, complex, str, bytes, type(None), np.generic)
 
+# `relaxed[source]` of a Python number that changed between calls: it is a graph input in later traces
+DYNAMIC = "dynamic"
+
+
+def _input_name(source: Source) -> str:
+    """A placeholder name for what is read from `source`."""
+    return "".join(c if c.isalnum() else "_" for c in source.describe()).strip("_") or "captured"
+
 
 def output_value(v):
     """A value as a trace returns it: stacked lists, read maybe-defined values, the contents of arrays."""
@@ -118,9 +126,28 @@ def _describe_value(v) -> str:
     return f"{type(v).__name__} at {id(v):#x}"
 
 
+class ValueCheck(Check):
+    """A number, string or None the trace took as it was: the same value (and type) at the source."""
+
+    def __init__(self, source: Source, value):
+        cls = type(value)
+        self.value = value
+        super().__init__(source, lambda v: v is value or (type(v) is cls and v == value), repr(value),
+                         _describe_value)
+
+    @property
+    def becomes_input(self) -> bool:
+        """Whether a change of it makes the source a graph input (a number does)."""
+        return _is_number(self.value)
+
+
+def _is_number(value) -> bool:
+    """A real number or bool, Python's or numpy's (what a graph scalar input can stand for)."""
+    return isinstance(value, (bool, int, float, np.bool_, np.integer, np.floating))
+
+
 def _value_check(source, value) -> Check:
-    cls = type(value)
-    return Check(source, lambda v: v is value or (type(v) is cls and v == value), repr(value), _describe_value)
+    return ValueCheck(source, value)
 
 
 def _identity_check(source, value) -> Check:
@@ -139,6 +166,24 @@ def _length_check(source, container) -> Check:
 def _type_check(source, value) -> Check:
     cls = type(value)
     return Check(source, lambda v: type(v) is cls, cls.__name__, lambda v: type(v).__name__)
+
+
+class ScalarCheck(Check):
+    """A Python number fed as a graph input (one whose value changed between calls): of the same kind."""
+
+    def __init__(self, source: Source, dtype):
+        self.dtype, self.shape = dtype, ()
+        kind = dtype.kind
+        if kind == "b":
+            def matches(v):
+                return type(v) is bool or type(v) is np.bool_
+        elif kind == "i":
+            def matches(v):
+                return isinstance(v, (int, np.integer)) and not isinstance(v, bool)
+        else:
+            def matches(v):
+                return isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, bool)
+        super().__init__(source, matches, f"a {dtype} number", _describe_value)
 
 
 class ArrayCheck(Check):
@@ -193,12 +238,14 @@ class CapturedInputs:
                 now = None
             yield check.source.describe(), check.dtype, check.shape, now
 
+    def failing(self, args) -> Check | None:
+        """The first guard that does not hold at this call, or None."""
+        return next((check for check in (*self.checks, *self.arrays) if not check.holds(args)), None)
+
     def change(self, args) -> str | None:
         """What broke a guard at this call (for the retrace report), or None."""
-        for check in (*self.checks, *self.arrays):
-            if not check.holds(args):
-                return check.change(args)
-        return None
+        check = self.failing(args)
+        return None if check is None else check.change(args)
 
     def apply(self, results, fed: list, args) -> None:
         for array_index, fetch_index in self.write_backs:
@@ -262,14 +309,15 @@ class StateCapture:
 
     `args` are the call's argument values; `relaxed` maps a source's
     description to the shape its array is traced with (None for the dims that
-    differed between calls, under relax_shapes).
+    differed between calls, under relax_shapes), or to DYNAMIC for a Python
+    number that changed between calls (a graph input from then on).
     """
 
     def __init__(self, args: list, relaxed: dict):
         self.args = args
         self.relaxed = relaxed
         self.checks: list[Check] = []
-        self.captures: list = []        # (source, stand-in MutableArray, placeholder, original array)
+        self.captures: list = []        # (source, stand-in, placeholder, the check of what is fed)
         self.by_id: dict = {}           # id(value) -> (source, value, what the trace sees) of what was walked
         self.installed: list = []       # (source, original) of the stand-ins put at a global or cell
         self.objects: list = []         # (source, object, its __dict__ before)
@@ -321,6 +369,8 @@ class StateCapture:
     def _visit(self, source: Source, value, depth: int):
         """Walks `value`, found at `source`; returns what the trace sees there (a stand-in for an array)."""
         if isinstance(value, _SCALARS):
+            if _is_number(value) and self.relaxed.get(source.describe()) is DYNAMIC:
+                return self._capture_scalar(source, value)
             self.checks.append(_value_check(source, value))
             return value
         seen = self.by_id.get(id(value))
@@ -366,11 +416,21 @@ class StateCapture:
 
     def _capture(self, source: Source, array: np.ndarray):
         shape = self.relaxed.get(source.describe(), array.shape)
-        name = "".join(c if c.isalnum() else "_" for c in source.describe()).strip("_")
-        placeholder = graph.placeholder(array.dtype, shape, name=name or "captured")
+        placeholder = graph.placeholder(array.dtype, shape, name=_input_name(source))
         stand_in = operators.MutableArray(placeholder)
-        self.captures.append((source, stand_in, placeholder, array))
+        self.captures.append((source, stand_in, placeholder, ArrayCheck(source, array.dtype, placeholder.shape)))
         return stand_in
+
+    def _capture_scalar(self, source: Source, value):
+        """A Python number whose value changed between calls: a graph input from now on."""
+        dtype = value.dtype if isinstance(value, np.generic) else graph.dtypes.dtype_of_python_scalar(value)
+        placeholder = graph.placeholder(dtype, (), name=_input_name(source))
+        self.captures.append((source, placeholder, placeholder, ScalarCheck(source, dtype)))
+        return placeholder
+
+    def walked_objects(self) -> list:
+        """The objects whose attributes the trace reads (graph conds and loops carry what they change)."""
+        return [obj for _, obj, _ in self.objects]
 
     # -- what the trace wrote ---------------------------------------------------------------
     def finish(self, g, outputs: list) -> tuple[CapturedInputs, list]:
@@ -380,9 +440,10 @@ class StateCapture:
         try:
             fetches: list = []
             write_backs, replays = [], []
-            captured = {id(stand_in): k for k, (_, stand_in, _, _) in enumerate(self.captures)}
+            captured = {id(stand_in): k for k, (_, stand_in, _, _) in enumerate(self.captures)
+                        if isinstance(stand_in, operators.MutableArray)}
             for k, (_, stand_in, placeholder, _) in enumerate(self.captures):
-                if stand_in.value is not placeholder:
+                if isinstance(stand_in, operators.MutableArray) and stand_in.value is not placeholder:
                     write_backs.append((k, len(fetches)))
                     fetches.append(output_value(stand_in))
             templates = _Templates(captured, fetches)
@@ -391,23 +452,23 @@ class StateCapture:
                 for name, value in now.items():
                     original = before.get(name, _ABSENT)
                     if original is not value and self.by_id.get(id(original), (None, None, None))[2] is not value:
-                        replays.append(Replay(source, "setattr", name, templates.of(value)))
+                        replays.append(Replay(source, "setattr", name,
+                                              templates.of(value, f"{source.expression()}.{name}")))
                 for name in before:
                     if name not in now:
                         replays.append(Replay(source, "delattr", name, None))
             for source, container, before in self.containers:
                 if self._changed(container, before):
                     kind = "list" if isinstance(container, list) else "dict"
-                    replays.append(Replay(source, kind, None, templates.of(list(container) if kind == "list"
-                                                                           else dict(container))))
+                    items = list(container) if kind == "list" else dict(container)
+                    replays.append(Replay(source, kind, None, templates.of(items, source.describe())))
             replays.extend(templates.new_object_replays)
             # the arrays fed at each call: those the graph reads, writes back into, or puts somewhere
             used = _used_nodes(g, outputs + fetches)
             needed = sorted({k for k, (_, _, placeholder, _) in enumerate(self.captures)
                              if id(placeholder.node) in used} | {k for k, _ in write_backs} | templates.referenced)
             index = {k: i for i, k in enumerate(needed)}
-            arrays = [ArrayCheck(self.captures[k][0], self.captures[k][3].dtype, self.captures[k][2].shape)
-                      for k in needed]
+            arrays = [self.captures[k][3] for k in needed]
             for replay in replays:
                 replay.template = _renumber(replay.template, index)
             inputs = CapturedInputs(self.checks, arrays, fetches, [(index[k], f) for k, f in write_backs], replays)
@@ -477,29 +538,42 @@ class _Templates:
         self.seen_objects: set = set()
         self.referenced: set = set()    # captures put somewhere by the function (`self.prev = W`)
 
-    def of(self, value):
+    def of(self, value, where: str):
+        """The template of `value`, which the function left at `where` (named in errors)."""
         if isinstance(value, operators.MutableArray) and id(value) in self.captured:
             self.referenced.add(self.captured[id(value)])
             return ("capture", self.captured[id(value)])
         value = output_value(value) if not isinstance(value, (list, tuple, dict)) else value
         if isinstance(value, Tensor):
+            _check_not_staged(value, where)
             self.fetches.append(value)
             return ("fetch", len(self.fetches) - 1)
         if isinstance(value, list):
-            return ("list", [self.of(v) for v in value])
+            return ("list", [self.of(v, f"{where}[{i}]") for i, v in enumerate(value)])
         if isinstance(value, tuple):
-            return ("tuple", [self.of(v) for v in value], type(value))
+            return ("tuple", [self.of(v, f"{where}[{i}]") for i, v in enumerate(value)], type(value))
         if isinstance(value, dict):
-            return ("dict", [self.of(v) for v in value.values()], list(value))
+            return ("dict", [self.of(v, f"{where}[{k!r}]") for k, v in value.items()], list(value))
         if _is_user_object(value) and id(value) not in self.seen_objects:
             # an object the trace made (or reached only through its own values): its graph values are
             # replaced after each run, the object itself stays the same
             self.seen_objects.add(id(value))
             for name, item in vars(value).items():
-                template = self.of(item)
+                template = self.of(item, f"{where}.{name}")
                 if _has_graph_parts(template):
                     self.new_object_replays.append(Replay(value, "setattr", name, template))
         return ("const", value)
+
+
+def _check_not_staged(t: Tensor, where: str) -> None:
+    """Refuses a value of a graph branch or loop body left in Python state: it exists only inside it."""
+    context = t.node.context
+    if context is not None:
+        raise operators.StagingError(
+            f"{where} is left holding a value computed in {context.describe()}, which exists only there: a graph "
+            "branch or loop cannot hand values to Python objects that it changes through calls. Assign the "
+            "attribute (or append to the list) in the function itself, whose converted code carries it out of "
+            "the branch or loop, or return the value", t.node.source)
 
 
 def _has_graph_parts(template) -> bool:

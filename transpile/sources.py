@@ -29,6 +29,10 @@ class Source:
     def describe(self) -> str:
         raise NotImplementedError
 
+    def expression(self) -> str:
+        """The Python expression that reads it (`log.items[0]`)."""
+        return self.describe()
+
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.describe()}>"
 
@@ -49,6 +53,9 @@ class GlobalSource(Source):
     def describe(self) -> str:
         return f"global '{self.name}'"
 
+    def expression(self) -> str:
+        return self.name
+
 
 class CellSource(Source):
     """A variable of an enclosing function, read by a nested function through its closure cell."""
@@ -65,6 +72,9 @@ class CellSource(Source):
 
     def describe(self) -> str:
         return f"closure variable '{self.name}'"
+
+    def expression(self) -> str:
+        return self.name
 
 
 class ArgumentSource(Source):
@@ -115,7 +125,7 @@ class AttrSource(Source):
         setattr(self.base.reader()(args), self.name, value)
 
     def describe(self) -> str:
-        return f"{self.base.describe()}.{self.name}"
+        return f"{self.base.expression()}.{self.name}"
 
 
 class ItemSource(Source):
@@ -132,4 +142,4 @@ class ItemSource(Source):
         self.base.reader()(args)[self.key] = value
 
     def describe(self) -> str:
-        return f"{self.base.describe()}[{self.key!r}]"
+        return f"{self.base.expression()}[{self.key!r}]"

@@ -1,6 +1,8 @@
 """numpy state outside a transpile.function's arguments (globals, closures, objects): read at each call,
 written as in Python, retraced when what the trace assumed changes. Each test runs the plain function
 and the converted one over several calls, changing the state between calls as a program would."""
+import inspect
+
 import numpy as np
 import pytest
 
@@ -171,7 +173,7 @@ def test_a_method_decorated_in_its_class_reads_its_instance():
     np.testing.assert_allclose(s(x), [5.0, 5.0])
 
 
-def test_a_python_number_in_state_is_assumed_and_a_change_retraces():
+def test_a_python_number_in_state_is_assumed_and_once_it_changes_is_an_input():
     global SCALE
 
     def scaled(x):
@@ -182,8 +184,9 @@ def test_a_python_number_in_state_is_assumed_and_a_change_retraces():
     assert f(1.5) == 3.0
     SCALE = 3.0
     assert f(1.5) == 4.5
-    assert f.last_retrace_report.endswith(".scaled: global 'SCALE': 2.0 -> 3.0")
-    assert f(1.5) == 4.5 and f.traces == 2
+    assert f.last_retrace_report.endswith(".scaled: global 'SCALE': 2.0 -> 3.0 (from now on a graph input)")
+    SCALE = 4.0
+    assert f(1.5) == 6.0 and f.traces == 2
 
 
 def test_relax_shapes_relaxes_a_captured_array():
@@ -229,3 +232,71 @@ def test_the_state_is_restored_when_tracing_fails():
     with pytest.raises(ValueError):
         transpile.function(broken)(np.ones(3))
     assert W is before and isinstance(W, np.ndarray)
+
+
+class Log:
+    def __init__(self):
+        self.items = []
+        self.last = None
+
+    def add(self, v):
+        self.items.append(v)
+
+    def note(self, v):
+        self.last = v
+
+
+LOG = Log()
+
+
+def log_in_a_graph_loop(x, n):
+    for i in range(n):             # a graph loop: one trace of the body stands for every iteration
+        LOG.add(x * i)             # <- error
+    return x
+
+
+def note_in_a_graph_branch(x):
+    if x > 0:
+        LOG.note(x * 2)            # <- error
+    return x
+
+
+def test_a_value_of_a_graph_loop_left_in_a_list_through_a_call_is_refused_at_its_line():
+    with pytest.raises(transpile.StagingError) as info:
+        transpile.function(log_in_a_graph_loop)(1.0, 3)
+    lines, first = inspect.getsourcelines(log_in_a_graph_loop)
+    line = first + next(i for i, t in enumerate(lines) if "# <- error" in t)
+    assert f"{__file__}:{line}: LOG.items[0] is left holding a value computed in the while loop" in str(info.value)
+    assert LOG.items == []                        # the state is as it was
+
+
+def test_an_attribute_a_graph_branch_assigns_through_a_call_is_carried_by_the_cond():
+    f = transpile.function(note_in_a_graph_branch)
+    LOG.last = None
+    with pytest.raises(transpile.StagingError, match="attribute 'last' of a Log object .* is None there"):
+        f(1.0)
+    assert LOG.last is None
+    LOG.last = 0.0
+    f(3.0)
+    assert LOG.last == 6.0
+    f(-1.0)
+    assert LOG.last == 6.0                        # the untaken branch leaves it
+
+
+def test_an_attribute_assigned_in_a_graph_branch_of_the_function_itself():
+    def remember(x):
+        if x > 0:
+            LOG.last = x * 2       # the if carries LOG.last: after the call it holds the run's value
+        return x
+
+    f = transpile.function(remember)
+    LOG.last = 0.0
+    f(3.0)
+    assert LOG.last == 6.0
+    f(-1.0)
+    assert LOG.last == 6.0
+    f(2.0)
+    assert LOG.last == 4.0
+    f(5.0)
+    # the second call found LOG.last changed (by the first): from then on it is a graph input
+    assert LOG.last == 10.0 and f.traces == 2

@@ -13,11 +13,10 @@ by each write. Converted code gets one for
 - a numpy array a graph value is written into (`buf[i] = t`), or that is
   written inside a branch of a graph cond or the body of a graph loop.
 
-Each write is recorded in the thread's journal (`TraceState.writes`): a graph
-cond traces each branch from the same contents (undoing the other branch's
-writes) and returns the contents of the arrays the branches write; a graph loop
-carries the arrays its body writes as loop variables. A rollback of the graph
-(a cond or loop built again) undoes the writes made since its checkpoint.
+Each write is recorded in the thread's journal (`TraceState.writes`), from
+which graph conds and loops learn the arrays their branches and bodies write
+(see carried_state.py), and which a rollback of the graph (a cond or loop
+built again) undoes to its checkpoint.
 """
 from __future__ import annotations
 
@@ -26,7 +25,6 @@ import numpy as np
 import graph
 from graph.node import Tensor
 from graph.ops import numpy_api, tensor_methods
-from transpile.operators.staging import Retry
 from transpile.operators.trace_state import trace_state
 
 
@@ -301,9 +299,6 @@ def _contents(x):
 
 _CREATED = object()  # the journal's entry for an array made (not written) at that point
 
-# the key under which a graph cond or loop learns, from a Retry, arrays that its branches or body write
-WRITTEN_ARRAYS = "written arrays"
-
 
 def journal_mark() -> int:
     """A position in this thread's journal of array writes (see `undo_writes`)."""
@@ -328,51 +323,3 @@ def written_since(mark: int) -> list:
             if old is not _CREATED:
                 out.append(array)
     return out
-
-
-class CarriedWrites:
-    """The arrays made before a graph cond or loop that its branches or body write: learned while
-    tracing them (each one found rebuilds the construct, which then carries its contents)."""
-
-    def __init__(self, token):
-        self.token = token
-        self.arrays: list[MutableArray] = []
-
-    def learn(self, changes: dict) -> bool:
-        """Takes the arrays named in a Retry's changes; whether it named any."""
-        new = changes.get(WRITTEN_ARRAYS)
-        if new:
-            self.arrays.extend(new)
-        return bool(new)
-
-    def contents(self) -> tuple:
-        """The arrays' contents now (before the construct: a loop's initial values)."""
-        return tuple(a.value for a in self.arrays)
-
-    def traced(self, fn, inside=None):
-        """(`fn()`, the arrays' contents after it), for `fn` a branch or loop body being traced.
-
-        It starts from the arrays' contents before the construct, or from `inside` (a loop's
-        variables); the arrays are given their contents back after it, so that the other branch
-        (or the code after the construct) starts from them too.
-        """
-        before = self.contents()
-        mark = journal_mark()
-        if inside is not None:
-            for array, value in zip(self.arrays, inside, strict=True):
-                array.value = value
-        try:
-            out = fn()
-            new = [a for a in written_since(mark) if all(a is not k for k in self.arrays)]
-            if new:
-                raise Retry(self.token, {WRITTEN_ARRAYS: new})
-            return out, self.contents()
-        finally:
-            undo_writes(mark)
-            for array, value in zip(self.arrays, before, strict=True):
-                array.value = value
-
-    def write(self, values) -> None:
-        """Gives the arrays the construct's outputs for them (journaled, for an enclosing construct)."""
-        for array, value in zip(self.arrays, values, strict=True):
-            array.write(value)

@@ -8,7 +8,7 @@ import graph
 from graph.errors import SourceLocation
 from graph.node import Tensor
 from transpile import conversion
-from transpile.operators.arrays import CarriedWrites
+from transpile.operators.carried_state import CarriedWrites
 from transpile.operators.cond_outputs import DROP, Raised, as_is, encode, mode_key, plan, restore
 from transpile.operators.data_structures import stacked_list
 from transpile.operators.encoding import fresh_containers, pack_result, replace_at, stand_in, unpack_outputs

@@ -6,7 +6,8 @@ import numpy as np
 
 import graph
 from transpile import conversion
-from transpile.operators.arrays import CarriedWrites, journal_mark, undo_writes
+from transpile.operators.arrays import journal_mark, undo_writes
+from transpile.operators.carried_state import CarriedWrites
 from transpile.operators.conditionals import graph_cond
 from transpile.operators.data_structures import ElementsUnknown, TensorList, list_builder, stacked_list
 from transpile.operators.encoding import (builder_paths, fresh_containers, pack_result, replace_at, unpack_outputs,
@@ -180,7 +181,7 @@ def _graph_loop(cond_fn, body_fn, internal, state, names, meta, kind: str, loop_
         outs = graph.while_loop(cond_a, body_a, loop_vars + written.contents(),
                                 parallel_iterations=parallel_iterations,
                                 names=[f"<{kind} counter>"] * n_internal + [labels[i] for i in carried]
-                                + ["<an array the loop writes>"] * len(written.arrays))
+                                + ["<a place the loop writes>"] * len(written.slots))
         if context is not None and g.last_effect(context) is not effect_before:
             context.has_effects = True  # (as for graph.cond, see conditionals.graph_cond)
         written.write(outs[n_vars:])
