@@ -147,7 +147,7 @@ def main() -> None:
     print("-" * len(hdr))
     for name, r in results.items():
         print(f"{name:<14}{r['export_ms']:>10.1f}{r['session_ms']:>11.1f}{r['ours_ms']:>10.3f}"
-              f"{r['onnxruntime_ms']:>10.3f}{r["ours_vs_onnxruntime"]:>9.2f}x{r['other_cores']:>12.2f}")
+              f"{r['onnxruntime_ms']:>10.3f}{r['ours_vs_onnxruntime']:>9.2f}x{r['other_cores']:>12.2f}")
     print("BENCH_JSON: " + json.dumps({"bench": "export", "repeats": repeats, "onnxruntime": ort.__version__,
                                        "results": results}, default=float))
 
