@@ -204,8 +204,9 @@ class _Reader:
         for node, r in zip(self.nodes, node_records, strict=True):
             for i, (j, port) in enumerate(r["inputs"]):
                 if node.inputs[i].node is self._pending:
-                    node.inputs[i] = self._tensor_ref(j, port)
+                    node.update_input(i, self._tensor_ref(j, port))
             node.control_inputs = [self._node_ref(c) for c in r["control_inputs"]]
+        self.graph.mark_changed()
 
     def _finish_graph(self, r: dict) -> None:
         graph = self.graph
