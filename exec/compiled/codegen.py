@@ -70,6 +70,7 @@ class _Emitter:
         self.globals = dict(helpers)
         self.names: dict = {}        # (node id, port) -> variable or global name
         self.kernels: dict = {}      # id(kernel) -> global name
+        self.constants: dict = {}    # (dtype, value) of a scalar constant -> global name
         self.line_nodes: dict = {}
         self.counters: list = []  # (counter, frame name) of the loops being written, outermost first
         self.read: set = set()
@@ -82,13 +83,27 @@ class _Emitter:
         if got is None:
             node = t.node
             if key in self.folded or node.op == "Const" and node not in self.program.fed:
-                got = self.namer.fresh(_base(node, t.index))
-                self.globals[got] = self.folded[key] if key in self.folded else self.constant_of(node)
+                value = self.folded[key] if key in self.folded else self.constant_of(node)
+                got = self.scalar_constant(value) or self.namer.fresh(_base(node, t.index))
+                self.globals[got] = value
             else:
                 got = self.namer.fresh(_base(node, t.index))
                 if t.shape == ():
                     self.scalars.add(got)
             self.names[key] = got
+        return got
+
+    def scalar_constant(self, value) -> str | None:
+        """The global named after a numeric scalar constant (`c2`, `c0_5`, `cm1`), one per value and
+        dtype; None for other values."""
+        if not isinstance(value, np.generic) or value.dtype.kind not in "biuf":
+            return None
+        key = (value.dtype.str, value.item())
+        got = self.constants.get(key)
+        if got is None:
+            text = repr(value.item()).replace("-", "m").replace(".", "_").replace("+", "")
+            got = self.constants[key] = self.namer.fresh(f"c{text}" if text[0].isdigit() or text[0] == "m"
+                                                         else f"c_{text.lower()}")
         return got
 
     def kernel(self, node: Node) -> str:
