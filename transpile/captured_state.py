@@ -23,6 +23,7 @@ function captured as constants.
 from __future__ import annotations
 
 import functools
+import sys
 import types
 from typing import Any, Callable
 
@@ -31,7 +32,7 @@ import numpy as np
 import graph
 from graph.node import Tensor
 from transpile import operators
-from transpile.converters.call_trees import is_library_object
+from transpile.converters.call_trees import LIBRARY_ROOTS, is_library_object
 from transpile.sources import (ArgumentSource, AttrSource, CellSource, GlobalSource, ItemSource, ObjectSource,
                                Source)
 
@@ -84,10 +85,15 @@ def _global_names(code: types.CodeType) -> tuple:
 
 def _is_user_object(value) -> bool:
     """An instance of a class of the user's code, whose attributes the walk visits."""
+    if not hasattr(value, "__dict__") or getattr(value, "is_variable", False) or isinstance(
+            value, (type, types.ModuleType, types.FunctionType, types.MethodType, types.BuiltinFunctionType)):
+        return False
     cls = type(value)
-    return hasattr(value, "__dict__") and not isinstance(value, (type, types.ModuleType, types.FunctionType,
-                                                                types.MethodType, types.BuiltinFunctionType)) \
-        and not is_library_object(cls) and not getattr(value, "is_variable", False)
+    module = sys.modules.get(cls.__module__)
+    if module is None or getattr(module, "__file__", None) is None:
+        # a class of code run from a string or a module not imported: the user's, unless named as ours
+        return cls.__module__.split(".")[0] not in LIBRARY_ROOTS
+    return not is_library_object(cls)
 
 
 # --------------------------------------------------------------------------- guards and feeds, at each call

@@ -37,7 +37,7 @@ _ARRAY_METHODS = frozenset(n for n in dir(np.ndarray) if not n.startswith("_")) 
                                                                                   "stack", "unstack", "gather",
                                                                                   "scatter", "assign",
                                                                                   "assign_add", "assign_sub"}
-_LIBRARY_ROOTS = ("numpy", "graph", "exec", "grad", "dist", "transpile", "scipy", "math", "cmath",
+LIBRARY_ROOTS = ("numpy", "graph", "exec", "grad", "dist", "transpile", "scipy", "math", "cmath",
                   "functools", "itertools", "operator", "collections", "typing", "builtins", "random")
 
 
@@ -57,7 +57,7 @@ def is_library_object(obj) -> bool:
     if isinstance(obj, types.ModuleType):
         return True
     module = getattr(obj, "__module__", None) or ""
-    if module.split(".")[0] in _LIBRARY_ROOTS:
+    if module.split(".")[0] in LIBRARY_ROOTS:
         return True
     mod = sys.modules.get(module)
     filename = getattr(mod, "__file__", None) if mod is not None else None
