@@ -26,7 +26,9 @@ from graph.onnx.ops import LOWERINGS
 from graph.onnx.sequences import TensorArrays
 from graph.op_registry import get_opdef
 
-DROPPABLE = frozenset({"Print", "Assert"})
+# effects an exported model cannot have, left out when asked: prints, asserts, a loop's iteration limit
+# (a run fails beyond it); what they pass through (a Print's or a limit check's first input) stays
+DROPPABLE = frozenset({"Print", "Assert", "CheckIterationLimit"})
 _PLUMBING = frozenset({"Enter", "Exit", "Identity", "NextIteration", "Switch", "Merge", "LoopCond", "StopGradient"})
 
 

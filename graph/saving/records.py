@@ -12,6 +12,8 @@ from graph.control_flow.contexts import CondContext, CondState, WhileContext
 WHILE_FIELDS = ("frame_name", "parallel_iterations", "outer", "source", "names", "swap_memory",
                 "maximum_iterations", "has_effects", "phase", "constant_enters", "enters", "merges", "switches",
                 "exits", "next_iterations", "loop_cond", "_body_pivot")
+# kept when the context has them (fields that newer loops have and older saved ones lack)
+OPTIONAL_WHILE_FIELDS = ("iteration_limit",)
 COND_FIELDS = ("state", "branch", "outer", "has_effects", "_pivot", "captured")
 COND_STATE_FIELDS = ("pred", "source", "switches", "pred_switch", "branches", "merges")
 # fields the constructors take; the others are set once every node exists
@@ -25,6 +27,7 @@ def context_fields(ctx) -> dict:
     fields = WHILE_FIELDS if isinstance(ctx, WhileContext) else COND_FIELDS
     out = {f: getattr(ctx, f) for f in fields}
     if isinstance(ctx, WhileContext):
+        out.update((f, getattr(ctx, f)) for f in OPTIONAL_WHILE_FIELDS if hasattr(ctx, f))
         # keyed by id(Variable) in memory: saved as (Variable, read) pairs
         out["hoisted_reads"] = [(v, t) for v, t in _hoisted_pairs(ctx)]
     return out
@@ -53,7 +56,7 @@ def new_context(kind: str, fields: dict):
 
 
 def fill_context(ctx, fields: dict) -> None:
-    names = WHILE_FIELDS if isinstance(ctx, WhileContext) else COND_FIELDS
+    names = WHILE_FIELDS + OPTIONAL_WHILE_FIELDS if isinstance(ctx, WhileContext) else COND_FIELDS
     for f in names:
         if f in fields:
             setattr(ctx, f, fields[f])

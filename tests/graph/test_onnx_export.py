@@ -240,6 +240,17 @@ def test_print_and_assert_are_errors_naming_the_line_unless_dropped():
     _export_and_compare(g, phs, outs, [(np.array([1.0, 2.0, 3.0]),)], drop=("Print", "Assert"))
 
 
+@pytest.mark.skipif(not hasattr(graph, "set_iteration_limit"), reason="loops without iteration limits")
+def test_a_loops_iteration_limit_is_an_error_unless_dropped():
+    g = graph.Graph()
+    with g.as_default():
+        n = graph.placeholder(np.int64, [], name="n")
+        i = graph.while_loop(lambda i: i < n, lambda i: i + 1, [graph.constant(np.int64(0))], iteration_limit=50)
+    with pytest.raises(ExportError, match=r"cannot export CheckIterationLimit .*drop=\('CheckIterationLimit',\)"):
+        export(g, [n], i)
+    _export_and_compare(g, [n], list(i), [(0,), (7,), (50,)], drop=("CheckIterationLimit",))
+
+
 def test_random_draws_and_variable_assignments_are_refused():
     v = graph.Variable(np.float32(0.0))
     g, phs, outs = _op_graph(lambda x: x + graph.random_uniform([3], dtype=np.float32, seed=1), (np.float32, [3]))

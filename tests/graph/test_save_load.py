@@ -123,6 +123,22 @@ def test_variables_come_back_with_their_values_and_a_loaded_training_step_trains
     np.testing.assert_array_equal(sess2.run(loss2, {x2: batch}), sess.run(loss, {x: batch}))
 
 
+@pytest.mark.skipif(not hasattr(graph, "set_iteration_limit"), reason="loops without iteration limits")
+def test_a_loops_iteration_limit_comes_back(tmp_path):
+    g = graph.Graph()
+    with g.as_default():
+        n = graph.placeholder(np.int64, [], name="n")
+        (i,) = graph.while_loop(lambda i: i < n, lambda i: i + 1, [graph.constant(np.int64(0))], iteration_limit=5)
+    g.save(tmp_path / "limited.fg")
+    g2 = graph.load(tmp_path / "limited.fg")
+    (loop,) = {n.context for n in g2.nodes if n.op == "LoopCond"}
+    assert loop.iteration_limit == 5
+    sess = Session(g2)
+    assert sess.run(g2.get_tensor(i.name), {g2.get_tensor("n:0"): 4}) == 4
+    with pytest.raises(Exception, match="5"):
+        sess.run(g2.get_tensor(i.name), {g2.get_tensor("n:0"): 9})
+
+
 def test_the_signature_comes_back_with_the_graph(tmp_path):
     g = graph.Graph()
     with g.as_default():
