@@ -25,6 +25,24 @@ FACTORY = "transpiled_factory"
 GENERATED_CODE: dict = {}
 # code objects of converted user functions (and everything nested in them)
 CONVERTED_CODE: set = set()
+# code object of a converted function -> the except clauses of the `try` statements in its own body
+EXCEPT_CLAUSES: dict = {}
+
+
+@dataclass(frozen=True, slots=True)
+class ExceptClause:
+    """An `except` clause of converted code: the lines of its `try` body, its own line and the source of
+    the exception types it names (None for a bare `except:`)."""
+
+    try_lines: tuple[int, int]
+    line: int
+    types: str | None
+
+
+def except_clauses_around(frame) -> list[ExceptClause]:
+    """The except clauses whose `try` body the converted code running in `frame` is in."""
+    clauses = EXCEPT_CLAUSES.get(frame.f_code, ())
+    return [c for c in clauses if c.try_lines[0] <= frame.f_lineno <= c.try_lines[1]]
 
 
 def metadata_for(fn) -> dict:
@@ -37,11 +55,14 @@ def is_converted_code(code) -> bool:
     return code in CONVERTED_CODE
 
 
-def _register(code, metadata: dict, filename: str) -> None:
+def _register(code, metadata: dict, filename: str, except_clauses: dict) -> None:
     todo = [code]
     while todo:
         c = todo.pop()
         CONVERTED_CODE.add(c)
+        clauses = except_clauses.get((c.co_name, c.co_firstlineno))
+        if clauses:
+            EXCEPT_CLAUSES[c] = clauses
         meta = metadata.get(c.co_name)
         if meta is not None:
             GENERATED_CODE[c] = dict(meta, filename=filename)
@@ -205,6 +226,25 @@ def _cells_of(fn):
     return set(scope.cell_vars) | set(scope.nonlocals), set(scope.globals)
 
 
+def _except_clauses(fn_node) -> dict:
+    """(name, line) of each function in `fn_node` (itself included) -> the except clauses of the `try`
+    statements in its own body."""
+    out = {}
+    for fn in gast.walk(fn_node):
+        if not isinstance(fn, (gast.FunctionDef, gast.AsyncFunctionDef)):
+            continue
+        clauses = []
+        for s in fn.body:
+            for n in walk_same_scope(s):
+                if isinstance(n, gast.Try) and n.handlers:
+                    lines = (n.lineno, n.handlers[0].lineno - 1)
+                    clauses += [ExceptClause(lines, h.lineno, None if h.type is None else to_source(h.type).strip())
+                                for h in n.handlers]
+        if clauses:
+            out[(fn.name, fn.lineno)] = tuple(clauses)
+    return out
+
+
 def to_source(node) -> str:
     return astor.to_source(gast.gast_to_ast(node), indent_with="    ")
 
@@ -222,7 +262,7 @@ def convert_function(fn) -> Converted:
     node = convert_node(node, ctx)
     source = to_source(node)
     code = _compile(node, ctx, fn, parsed.filename)
-    _register(code, ctx.metadata, parsed.filename)
+    _register(code, ctx.metadata, parsed.filename, _except_clauses(node))
     return Converted(node, code, ag_name, code.co_freevars, parsed.filename, ctx.metadata, source)
 
 

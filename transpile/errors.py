@@ -15,3 +15,13 @@ class ConversionError(Exception):
 
 class TranspileError(Exception):
     """A converted program did something graph control flow cannot express (raised while tracing)."""
+
+
+class UncatchableError(BaseException):
+    """Carries `error` past the converted code's own `except` clauses to the end of the trace, where it
+    is raised: an error saying that an `except` clause cannot catch something must not be caught by it
+    (a BaseException, so that `except Exception` lets it through)."""
+
+    def __init__(self, error: Exception):
+        super().__init__(str(error))
+        self.error = error

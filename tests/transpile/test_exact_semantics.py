@@ -379,3 +379,127 @@ def static_range_with_a_tensor_return(x, limit):
 ], ids=lambda v: getattr(v, "__name__", ""))
 def test_a_static_loop_with_a_tensor_exit_keeps_its_items_python_values(fn, argsets):
     assert_converted_equivalent(fn, *argsets)
+
+
+# --------------------------------------------------------------------------- try / except
+
+TABLE = {"a": 1.0}
+
+
+def except_of_a_python_error_while_tracing(x, key):
+    try:
+        y = x * TABLE[key]
+    except KeyError:
+        y = -x
+    if y > 0:
+        y = y + 1
+    return y
+
+
+def raise_in_a_tensor_branch_that_no_except_catches(x):
+    try:
+        if x > 0:
+            raise ValueError("positive")
+        y = x
+    except KeyError:
+        y = -x
+    return y
+
+
+def raise_in_a_tensor_branch_caught_by_except(x):
+    try:
+        if x > 0:
+            raise ValueError("positive")
+        y = x
+    except ValueError:
+        y = -x
+    return y
+
+
+def graph_assert_caught_by_except(x):
+    try:
+        assert x > 0, "x must be positive"
+        y = x
+    except AssertionError:
+        y = 0.0
+    return y
+
+
+def python_error_in_a_graph_loop_caught_by_except(n, x):
+    try:
+        for i in range(n):
+            x = x + TABLE["b"]
+    except Exception:
+        x = -x
+    return x
+
+
+def test_except_catches_what_python_raises_while_tracing():
+    assert_converted_equivalent(except_of_a_python_error_while_tracing, (2.0, "b"), (2.0, "a"),
+                                static_argnames=("key",))
+
+
+def test_a_raise_in_a_tensor_branch_that_no_except_catches_fails_when_taken():
+    converted = assert_converted_equivalent(raise_in_a_tensor_branch_that_no_except_catches, (-1.0,))
+    with pytest.raises(Exception, match="ValueError: positive"):
+        converted(1.0)
+
+
+@pytest.mark.parametrize("fn,args,raised,handler", [
+    (raise_in_a_tensor_branch_caught_by_except, (1.0,), "ValueError('positive') at {file}:{def_line_plus_3}",
+     "`except ValueError` at {file}:{def_line_plus_5}"),
+    (graph_assert_caught_by_except, (1.0,), "AssertionError('x must be positive') at {file}:{def_line_plus_2}",
+     "`except AssertionError` at {file}:{def_line_plus_4}"),
+    (python_error_in_a_graph_loop_caught_by_except, (2, 1.0), "KeyError(\"'b'\") at {file}:{def_line_plus_3}",
+     "`except Exception` at {file}:{def_line_plus_4}"),
+], ids=lambda v: getattr(v, "__name__", ""))
+def test_an_exception_that_happens_when_the_graph_runs_cannot_be_caught(fn, args, raised, handler):
+    """The error names what is raised where and the except clause, and that clause does not swallow it."""
+    line = fn.__code__.co_firstlineno
+    fields = {"file": __file__, **{f"def_line_plus_{k}": line + k for k in range(1, 6)}}
+    with pytest.raises(transpile.StagingError) as info:
+        transpile.function(fn)(*args)
+    message = str(info.value)
+    assert raised.format(**fields) in message and handler.format(**fields) in message, message
+    assert "Decide with a value instead of an exception" in message
+
+
+# --------------------------------------------------------------------------- found by the random programs
+
+def list_truth_value_in_the_loop_that_appends(n, x):
+    acc = []
+    s = 0.0
+    for i in range(n):
+        if acc:
+            s = s + acc[-1]
+        acc.append(x + i)
+    return s, bool(acc), not acc
+
+
+def python_number_that_a_graph_loop_makes_a_python_float(n, x):
+    b = 0.25
+    c = 0
+    if x > 0:
+        for e in np.arange(n):
+            c = c + b * 0.5
+    return c
+
+
+def returns_of_an_int_and_a_float(n, x):
+    c = 0
+    if x > 1:
+        return x, c
+    for i in range(n):
+        c = c + x * 0.5
+        if c > 2:
+            return x, c
+    return -x, c
+
+
+@pytest.mark.parametrize("fn,argsets", [
+    (list_truth_value_in_the_loop_that_appends, [(3, 1.0), (0, 1.0)]),
+    (python_number_that_a_graph_loop_makes_a_python_float, [(3, 1.0), (3, -1.0)]),
+    (returns_of_an_int_and_a_float, [(3, 2.0), (9, 1.0), (2, 0.5)]),
+], ids=lambda v: getattr(v, "__name__", ""))
+def test_cases_the_random_programs_found(fn, argsets):
+    assert_converted_equivalent(fn, *argsets)

@@ -10,6 +10,7 @@ Modules, each with one job (the later ones build on the earlier ones):
 
     trace_state      what the helpers know about the code around them (per thread)
     staging          StagingError, rebuilding a cond or loop until it settles, graph conditions, effect order
+    uncatchable      exceptions that happen only when the graph runs, which an `except` clause cannot catch
     arrays           numpy arrays written in place whose contents are graph values (MutableArray)
     leaves           the leaves of a value: kinds, dtypes, conversion to tensors, descriptions
     data_structures  lists built in graph loops (TensorList), list.append, item assignment

@@ -10,10 +10,11 @@ from graph.node import Tensor
 from transpile import conversion
 from transpile.operators.carried_state import CarriedWrites
 from transpile.operators.cond_outputs import DROP, Raised, as_is, encode, mode_key, plan, restore
-from transpile.operators.data_structures import stacked_list
+from transpile.operators.data_structures import list_truth, stacked_list
 from transpile.operators.encoding import fresh_containers, pack_result, replace_at, stand_in, unpack_outputs
 from transpile.operators.leaves import is_tensor
 from transpile.operators.staging import Retry, anchor_effects, build_until_settled, predicate
+from transpile.operators.uncatchable import refuse_if_caught
 from transpile.operators.values import Undefined
 
 
@@ -66,6 +67,7 @@ def graph_cond(pred: Tensor, true_fn, false_fn, state, names, what: str):
                 outs = unpack_outputs(fn(*fresh_containers(state)), names)
             except Exception as exc:
                 location = _user_raise_location(exc)
+                refuse_if_caught(exc, f"only when the graph takes that branch of {what}", location)
                 if location is None:
                     raise
                 outs = Raised(exc, location)
@@ -143,6 +145,7 @@ def if_stmt(test, if_true, if_false, state=(), names=()):
     A graph-tensor `test` builds a graph cond: both branches are traced and the
     graph runs one of them.
     """
+    test = list_truth(test)
     if not is_tensor(test):
         out = if_true(*state) if test else if_false(*state)
         return out
@@ -153,6 +156,7 @@ def if_stmt(test, if_true, if_false, state=(), names=()):
 
 def if_exp(test, if_true, if_false):
     """`if_true() if test else if_false()`; only the chosen side runs."""
+    test = list_truth(test)
     if not is_tensor(test):
         return if_true() if test else if_false()
     return graph_cond(predicate(test, "a conditional expression"), if_true, if_false, (),

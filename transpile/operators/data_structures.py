@@ -149,6 +149,13 @@ def list_builder(value) -> TensorList | None:
     return None
 
 
+def list_truth(value):
+    """`value` as a truth test sees it: `len(lst) > 0` (a tensor) for a list built in a graph loop, whose
+    TensorArray would otherwise always be true; any other value as it is."""
+    builder = list_builder(value)
+    return builder.size() > 0 if builder is not None else value
+
+
 def array_of(value):
     """The TensorArray a value is or was built from, else None."""
     if isinstance(value, graph.TensorArray):

@@ -5,6 +5,7 @@ import numpy as np
 
 import graph
 from transpile.operators.conditionals import graph_cond
+from transpile.operators.data_structures import list_truth
 from transpile.operators.leaves import is_tensor
 from transpile.operators.staging import predicate
 
@@ -40,6 +41,7 @@ def or_(first, *rest):
 
 def not_(value):
     """`not value` (a logical not for tensors)."""
+    value = list_truth(value)
     if is_tensor(value):
         t = graph.convert(value)
         if t.dtype == np.bool_ and (t.shape == () or t.shape is None):

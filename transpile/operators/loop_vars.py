@@ -118,7 +118,7 @@ def initial_value(value, mode, name, where):
             return value
         dtypes = mode[1]
         leaves = nest.flatten(value)
-        if dtypes is None or paths:
+        if dtypes is None or len(dtypes) != len(leaves):
             dtypes = [None] * len(leaves)
         return nest.pack_as(value, [convert_leaf(x, dt) for x, dt in zip(leaves, dtypes, strict=True)])
     if kind == "maybe":
@@ -154,7 +154,7 @@ def body_output(v_in, v_out, mode, name, meta):
         if not (is_convertible(v_out) and is_numeric(v_out)):
             raise StagingError(f"{label} becomes {describe(v_out)} in the graph loop body{at}; a graph loop "
                                "can only carry tensors and numbers")
-        return None, ("tensor", [None if is_weak(v_out) else leaf_dtype(v_out)])
+        return None, ("tensor", [leaf_dtype(v_out)])  # (a Python number's own: `c = 0` that becomes 0.125)
     if kind == "fixed":
         if v_out is v_in or same_leaves(v_out, v_in):
             return None, None
@@ -291,6 +291,13 @@ def _computed_from(value, first_node: int) -> set:
         dtypes.update(t.dtype for t in node.outputs if isinstance(t.dtype, np.dtype))
         todo.extend(t.node for t in node.inputs)
     return dtypes
+
+
+def joined_dtypes(before, after) -> list:
+    """One dtype per leaf that both a carried value's leaves and the body's can take (numpy's promotion)."""
+    return [np.result_type(a.dtype, leaf_dtype(b)) if isinstance(a, Tensor) and isinstance(a.dtype, np.dtype)
+            and isinstance(leaf_dtype(b), np.dtype) else leaf_dtype(a)
+            for a, b in zip(nest.flatten(before), nest.flatten(after), strict=True)]
 
 
 def dtype_changed(before, after) -> bool:

@@ -9,17 +9,18 @@ from transpile import conversion
 from transpile.operators.arrays import journal_mark, undo_writes
 from transpile.operators.carried_state import CarriedWrites
 from transpile.operators.conditionals import graph_cond
-from transpile.operators.data_structures import ElementsUnknown, TensorList, list_builder, stacked_list
+from transpile.operators.data_structures import ElementsUnknown, TensorList, list_builder, list_truth, stacked_list
 from transpile.operators.encoding import (builder_paths, fresh_containers, pack_result, replace_at, unpack_outputs,
                                           value_at)
 from transpile.operators.iterables import RangeSource, Source, graph_source
 from transpile.operators.leaves import describe, is_convertible, is_tensor, variable_label
 from transpile.operators.loop_vars import (ElementInference, body_output, dtype_changed, initial_mode, initial_value,
-                                          weak_fixups, weak_probes)
+                                          joined_dtypes, weak_fixups, weak_probes)
 from transpile.operators.staging import (Promote, Retry, StagingError, anchor_effects, build_until_settled,
                                          learn_weak_numbers_first, predicate, warn_at_user_line)
 from transpile.operators.trace_state import LoopFrame, trace_state, trial_build
 from transpile.operators.values import MaybeDefined
+from transpile.operators.uncatchable import refuse_if_caught
 
 _UNROLL_WARNING_ITERATIONS = 1000
 _warned_unrolled: set = set()  # code objects of loop bodies already warned about
@@ -109,9 +110,11 @@ def _graph_loop(cond_fn, body_fn, internal, state, names, meta, kind: str, loop_
                 raise StagingError(f"list '{e.spec.name}' is read in {loop_where.split(',')[0]} before anything "
                                    "is appended to it, and the loop cannot carry it as a list; append to it "
                                    "before reading it") from None
-            except Exception:
+            except Exception as exc:
                 guessing = probing()
                 if not guessing:
+                    refuse_if_caught(exc, f"in the body of {loop_where.split(',')[0]}, which the graph runs any "
+                                          "number of times")
                     raise
                 changes = {i: ("accumulate", modes[i][1].failed()) for i in guessing}
                 if any(change[1].exhausted for change in changes.values()):
@@ -156,6 +159,12 @@ def _graph_loop(cond_fn, body_fn, internal, state, names, meta, kind: str, loop_
                     result.append(value)
                     seen_outs[i] = value
             changes.update(weak_fixups(state, modes, init, seen_outs, nodes_before))
+            for i, v in seen_outs.items():
+                if names[i] in meta.get("return_vars", ()) and modes[i][:2] == ("tensor", None) \
+                        and dtype_changed(init[i], v):
+                    # returns of different dtypes (`return 0` before the loop, a float in it): one dtype for
+                    # both, as for the two branches of a cond
+                    changes[i] = ("tensor", joined_dtypes(init[i], v), *modes[i][2:])
             if not changes and any(dtype_changed(init[i], v) for i, v in seen_outs.items()):
                 # about to fail on a dtype change: it may come from a Python number carried at its
                 # default dtype, in this loop or an enclosing one
@@ -228,14 +237,14 @@ def while_stmt(loop_test, loop_body, state=(), names=()):
     frame = LoopFrame(object(), promotable=True)
     loops.append(frame)
     try:
-        test = loop_test(*state)
+        test = list_truth(loop_test(*state))
         while not is_tensor(test):
             if not test:
                 return pack_result(state, names) if names else None
             state = unpack_outputs(loop_body(*state), names)
             iterations += 1
             _check_unrolling(loop_body, iterations, g, nodes_before)
-            test = loop_test(*state)
+            test = list_truth(loop_test(*state))
     except Promote as p:
         if p.token is not frame.token:
             raise
@@ -247,7 +256,7 @@ def while_stmt(loop_test, loop_body, state=(), names=()):
     where = _loop_where(meta, "while")
 
     def cond_fn(internal, current):
-        value = loop_test(*current)
+        value = list_truth(loop_test(*current))
         return predicate(value, where) if is_tensor(value) else graph.constant(bool(value))
 
     def body_fn(internal, current):

@@ -9,7 +9,7 @@ import numpy as np
 
 import graph
 from graph.node import Tensor
-from transpile.operators.data_structures import TensorList
+from transpile.operators.data_structures import TensorList, list_truth
 from transpile.operators.iterables import GraphRange, RangeSource, enumerate_, range_, zip_
 from transpile.operators.leaves import is_tensor, is_weak
 from transpile.operators.staging import predicate
@@ -93,6 +93,7 @@ def float_(x=0.0):
 
 def bool_(x=False):
     """`bool(x)`: a bool tensor for a tensor."""
+    x = list_truth(x)
     return predicate(x, "bool()") if is_tensor(x) else builtins.bool(x)
 
 

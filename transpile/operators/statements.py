@@ -9,6 +9,7 @@ from transpile.operators.data_structures import TensorList
 from transpile.operators.leaves import has_graph_values, is_tensor
 from transpile.operators.staging import StagingError, predicate
 from transpile.operators.trace_state import is_tracing
+from transpile.operators.uncatchable import refuse_if_caught
 from transpile.operators.values import MaybeDefined
 
 
@@ -19,6 +20,7 @@ def assert_stmt(test, message):
             raise AssertionError(message() if callable(message) else message)
         return None
     text = message() if callable(message) else message
+    refuse_if_caught(AssertionError(text), "only when the graph runs (the assert's test is a graph tensor)")
     return graph.assert_(predicate(test, "an assert"), str(text))
 
 

@@ -19,6 +19,8 @@ from __future__ import annotations
 import threading
 from dataclasses import dataclass, field
 
+from transpile.errors import UncatchableError
+
 
 @dataclass(eq=False, slots=True)
 class LoopFrame:
@@ -68,13 +70,19 @@ def is_tracing() -> bool:
 
 
 class tracing:
-    """Marks that a graph is being traced (so `print` of Python values prints when the graph runs)."""
+    """Marks that a graph is being traced (so `print` of Python values prints when the graph runs).
+
+    Leaving the outermost block raises the error an UncatchableError carries.
+    """
 
     def __enter__(self) -> None:
         trace_state().tracing += 1
 
-    def __exit__(self, *exc) -> None:
-        trace_state().tracing -= 1
+    def __exit__(self, exc_type, exc, tb) -> None:
+        state = trace_state()
+        state.tracing -= 1
+        if isinstance(exc, UncatchableError) and not state.tracing:
+            raise exc.error.with_traceback(tb) from None
 
 
 class trial_build:
