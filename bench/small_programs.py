@@ -6,7 +6,9 @@ simulations. Each is called with numpy arguments (so its control flow on them is
 graph), first once to trace it, then alternately in rounds of calls as converted code and as
 plain Python; its results are checked equal. Reported per program: the median µs per call of
 each and their ratio; overall the geometric mean of the ratios (the issue's target: <= 2.0,
-stretch 1.2), and the overhead of a call with 6 small arguments and a trivial body.
+stretch 1.2), and the overhead of a call with 6 small arguments and a trivial body. Then the
+cost of reading numpy state at call time: programs whose arrays are module globals (read at
+each call, or written back) against the same programs given them as arguments, same run.
 Ends with one JSON line.
 
 Usage: python bench/small_programs.py [--rounds 7] [--calls 200] [--mode auto|compiled|dataflow] [--quick]
@@ -324,6 +326,86 @@ def _trivial(a, b, c, d, e, f):
     return a
 
 
+# --------------------------------------------------------------------------- captured state
+# The same programs reading their arrays from module globals instead of arguments: the converted
+# function reads them at each call (fed by reference, after checking each one's dtype and shape) and
+# writes back the ones it changes in place. Compared with the arguments' version in the same run.
+
+W, U, B = RNG.standard_normal((32, 16)) * 0.2, RNG.standard_normal((32, 32)) * 0.2, np.zeros(32)
+GRU = [RNG.standard_normal((32, 16)) * 0.2 for _ in range(3)] + [RNG.standard_normal((32, 32)) * 0.2
+                                                                    for _ in range(3)]
+X_TRAIN, Y_TRAIN = RNG.standard_normal((64, 8)), (RNG.random(64) > 0.5).astype(np.float64)
+C1, C2, C3, C4, C5 = (np.arange(3.0) + k for k in range(5))
+MOMENTUM, WEIGHTS = np.zeros(8), np.zeros(8)
+
+
+def rnn_of_globals(xs):
+    return rnn(xs, W, U, B)
+
+
+def gru_of_globals(xs):
+    Wz, Wr, Wh, Uz, Ur, Uh = GRU
+    return gru(xs, Wz, Wr, Wh, Uz, Ur, Uh)
+
+
+def logistic_sgd_of_globals(lr, epochs):
+    return logistic_sgd(X_TRAIN, Y_TRAIN, lr, epochs)
+
+
+def momentum_step(g, lr):
+    """Writes two global arrays in place (copied back after each run)."""
+    MOMENTUM[:] = 0.9 * MOMENTUM + g
+    WEIGHTS[:] -= lr * MOMENTUM
+    return WEIGHTS.sum()
+
+
+def momentum_step_of_arguments(g, lr, momentum, weights):
+    momentum = 0.9 * momentum + g
+    weights = weights - lr * momentum
+    return weights.sum(), momentum, weights
+
+
+def _trivial_of_globals(a):
+    return a, C1, C2, C3, C4, C5
+
+
+def _trivial6(a, b, c, d, e, f):
+    return a, b, c, d, e, f
+
+
+def captured_state_pairs(xs):
+    """(name, arrays read from globals, globals' version and arguments, arguments' version and arguments)."""
+    g = RNG.standard_normal(8)
+    return [
+        ("rnn", 3, rnn_of_globals, (xs,), rnn, (xs, W, U, B)),
+        ("gru", 6, gru_of_globals, (xs,), gru, (xs, *GRU)),
+        ("logistic_sgd", 2, logistic_sgd_of_globals, (np.float64(0.5), np.int64(20)), logistic_sgd,
+         (X_TRAIN, Y_TRAIN, np.float64(0.5), np.int64(20))),
+        ("momentum (written)", 2, momentum_step, (g, np.float64(0.01)), momentum_step_of_arguments,
+         (g, np.float64(0.01), MOMENTUM, WEIGHTS)),
+        ("trivial, 5 arrays", 5, _trivial_of_globals, (np.arange(3.0),), _trivial6,
+         (np.arange(3.0), C1, C2, C3, C4, C5)),
+    ]
+
+
+def measure_captured(rounds: int, calls: int, mode: str) -> dict:
+    """Warm calls of each globals' version and arguments' version, interleaved: µs per call, the
+    difference, and the difference per array read from the Python state."""
+    out = {}
+    for name, arrays, captured, c_args, passed, p_args in captured_state_pairs(RNG.standard_normal((20, 16))):
+        f_captured, f_passed = transpile.function(captured, mode=mode), transpile.function(passed, mode=mode)
+        f_captured(*c_args), f_passed(*p_args)
+        t_cap, t_arg = [], []
+        for r in range(rounds):
+            pair = [(f_captured, c_args, t_cap), (f_passed, p_args, t_arg)]
+            for f, args, times in (pair if r % 2 == 0 else pair[::-1]):
+                times.append(_per_call(f, args, calls))
+        cap, arg = statistics.median(t_cap), statistics.median(t_arg)
+        out[name] = {"arrays": arrays, "captured_us": cap, "arguments_us": arg, "difference_us": cap - arg,
+                     "per_array_us": (cap - arg) / arrays}
+    return out
+
+
 # --------------------------------------------------------------------------- measuring
 
 def _same(a, b) -> bool:
@@ -372,6 +454,7 @@ def main():
     small = (np.float64(1.0), 2.0, np.arange(3.0), np.float64(4.0), 5, np.ones(3))
     call = measure(_trivial, small, a.rounds, a.calls * 5, a.mode)
     call["overhead_us"] = call["converted_us"] - call["python_us"]
+    captured = measure_captured(a.rounds, a.calls, a.mode)
     geo = math.exp(statistics.mean(math.log(r["ratio"]) for r in results.values()))
     print(f"small_programs: {len(results)} programs, mode {a.mode}, median of {a.rounds} rounds of {a.calls} warm "
           f"calls each; {platform.processor() or platform.machine()}, {os.cpu_count()} cpus, "
@@ -385,9 +468,17 @@ def main():
     print(f"{'geometric mean':<20}{'':>14}{'':>12}{geo:>8.2f}   (target <= 2.0, stretch 1.2)")
     print(f"call overhead, 6 small arguments, trivial body: {call['overhead_us']:.1f} us "
           f"({call['converted_us']:.1f} us converted, {call['python_us']:.2f} us plain; target <= 5 us)")
+    print("captured state: arrays read from globals at each call (and written back) vs passed as arguments")
+    hdr = f"{'program':<20}{'arrays':>7}{'globals us':>12}{'arguments us':>14}{'diff us':>9}{'per array':>11}"
+    print(hdr)
+    print("-" * len(hdr))
+    for name, r in captured.items():
+        print(f"{name:<20}{r['arrays']:>7}{r['captured_us']:>12.1f}{r['arguments_us']:>14.1f}"
+              f"{r['difference_us']:>9.1f}{r['per_array_us']:>11.2f}")
     print(f"total wall {time.perf_counter() - t_start:.1f}s")
     print("BENCH_JSON: " + json.dumps({"bench": "small_programs", "mode": a.mode, "rounds": a.rounds,
-                                       "calls": a.calls, "geomean_ratio": geo, "call": call, "results": results}))
+                                       "calls": a.calls, "geomean_ratio": geo, "call": call, "results": results,
+                                       "captured_state": captured}))
 
 
 if __name__ == "__main__":

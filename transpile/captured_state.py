@@ -25,22 +25,44 @@ from __future__ import annotations
 import functools
 import sys
 import types
-from typing import Any, Callable
 
 import numpy as np
 
 import graph
 from graph.node import Tensor
 from transpile import operators
+from transpile.captured_inputs import (
+    NONE,
+    AliasCheck,
+    ArrayCheck,
+    CapturedInputs,
+    Check,
+    IdentityCheck,
+    LengthCheck,
+    Replay,
+    ScalarCheck,
+    TypeCheck,
+    ValueCheck,
+    is_number,
+)
 from transpile.converters.call_trees import LIBRARY_ROOTS, is_library_object
-from transpile.sources import (ArgumentSource, AttrSource, CellSource, GlobalSource, ItemSource, ObjectSource,
-                               Source)
+from transpile.sources import (
+    ArgumentSource,
+    AttrSource,
+    CellSource,
+    GlobalSource,
+    ItemSource,
+    ObjectSource,
+    Source,
+)
 
 # how far the walk goes from a global, closure variable or argument, and how big a container it walks
 MAX_DEPTH = 5
 MAX_ITEMS = 65536
 
 _SCALARS = (bool, int, float, complex, str, bytes, type(None), np.generic)
+
+__all__ = ["StateCapture", "CapturedInputs", "ValueCheck", "NONE", "DYNAMIC", "output_value"]
 
 # `relaxed[source]` of a Python number that changed between calls: it is a graph input in later traces
 DYNAMIC = "dynamic"
@@ -94,218 +116,6 @@ def _is_user_object(value) -> bool:
         # a class of code run from a string or a module not imported: the user's, unless named as ours
         return cls.__module__.split(".")[0] not in LIBRARY_ROOTS
     return not is_library_object(cls)
-
-
-# --------------------------------------------------------------------------- guards and feeds, at each call
-
-class Check:
-    """One assumption of a trace about a source: `holds(args)` at a call; `describe` says what changed."""
-
-    def __init__(self, source: Source, test: Callable[[Any], bool], expected: str, describe: Callable[[Any], str]):
-        self.source = source
-        self.read = source.reader()
-        self.test = test
-        self.expected = expected
-        self.describe_value = describe
-
-    def holds(self, args) -> bool:
-        try:
-            return bool(self.test(self.read(args)))
-        except Exception:
-            return False
-
-    def change(self, args) -> str:
-        try:
-            now = self.describe_value(self.read(args))
-        except Exception as e:
-            now = f"({type(e).__name__})"
-        return f"{self.source.describe()}: {self.expected} -> {now}"
-
-
-def _describe_value(v) -> str:
-    if isinstance(v, np.ndarray):
-        return f"{v.dtype}[{','.join(str(d) for d in v.shape)}]"
-    if isinstance(v, _SCALARS):
-        return repr(v)
-    if isinstance(v, (list, dict)):
-        return f"{type(v).__name__} of {len(v)}"
-    return f"{type(v).__name__} at {id(v):#x}"
-
-
-class ValueCheck(Check):
-    """A number, string or None the trace took as it was: the same value (and type) at the source."""
-
-    def __init__(self, source: Source, value):
-        cls = type(value)
-        self.value = value
-        super().__init__(source, lambda v: v is value or (type(v) is cls and v == value), repr(value),
-                         _describe_value)
-
-    @property
-    def becomes_input(self) -> bool:
-        """Whether a change of it makes the source a graph input (a number does)."""
-        return _is_number(self.value)
-
-
-def _is_number(value) -> bool:
-    """A real number or bool, Python's or numpy's (what a graph scalar input can stand for)."""
-    return isinstance(value, (bool, int, float, np.bool_, np.integer, np.floating))
-
-
-def _value_check(source, value) -> Check:
-    return ValueCheck(source, value)
-
-
-def _identity_check(source, value) -> Check:
-    return Check(source, lambda v: v is value, _describe_value(value), _describe_value)
-
-
-def _length_check(source, container) -> Check:
-    cls, n = type(container), len(container)
-    if isinstance(container, dict):
-        keys = list(container)
-        return Check(source, lambda v: type(v) is cls and list(v) == keys, f"dict with keys {keys}",
-                     lambda v: f"dict with keys {list(v)}")
-    return Check(source, lambda v: type(v) is cls and len(v) == n, f"{cls.__name__} of {n}", _describe_value)
-
-
-def _type_check(source, value) -> Check:
-    cls = type(value)
-    return Check(source, lambda v: type(v) is cls, cls.__name__, lambda v: type(v).__name__)
-
-
-class ScalarCheck(Check):
-    """A Python number fed as a graph input (one whose value changed between calls): of the same kind."""
-
-    def __init__(self, source: Source, dtype):
-        self.dtype, self.shape = dtype, ()
-        kind = dtype.kind
-        if kind == "b":
-            def matches(v):
-                return type(v) is bool or type(v) is np.bool_
-        elif kind == "i":
-            def matches(v):
-                return isinstance(v, (int, np.integer)) and not isinstance(v, bool)
-        else:
-            def matches(v):
-                return isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, bool)
-        super().__init__(source, matches, f"a {dtype} number", _describe_value)
-
-
-class ArrayCheck(Check):
-    """A numpy array the trace feeds: of the traced dtype and shape (None: a dim relaxed to any size)."""
-
-    def __init__(self, source: Source, dtype, shape):
-        self.dtype, self.shape = dtype, tuple(shape)
-        if None in self.shape:
-            def matches(v):
-                if type(v) is not np.ndarray or v.dtype != dtype or len(v.shape) != len(self.shape):
-                    return False
-                return all(d is None or d == e for d, e in zip(self.shape, v.shape))
-        else:
-            def matches(v):
-                return type(v) is np.ndarray and v.dtype == dtype and v.shape == self.shape
-        expected = f"{dtype}[{','.join('?' if d is None else str(d) for d in self.shape)}]"
-        super().__init__(source, matches, expected, _describe_value)
-
-
-class CapturedInputs:
-    """What a trace reads from and writes to the Python state at each call (built by StateCapture).
-
-    `read(args)` checks the guards and returns the arrays to feed (None when a
-    guard fails: the call needs another trace); `apply(results, fed, args)`
-    writes the run's results back after the run.
-    """
-
-    def __init__(self, checks: list, arrays: list, fetches: list, write_backs: list, replays: list):
-        self.checks = checks                # Checks that hold for this trace
-        self.arrays = arrays                # an ArrayCheck per fed array, in the order of the placeholders
-        self.fetches = fetches              # tensors the trace fetches for write-backs and replays
-        self.write_backs = write_backs      # (index into the fed arrays, index into fetches)
-        self.replays = replays              # Replays, in the order the function made the writes
-
-    def read(self, args) -> list | None:
-        for check in self.checks:
-            if not check.holds(args):
-                return None
-        fed = []
-        for check in self.arrays:
-            if not check.holds(args):
-                return None
-            fed.append(check.read(args))
-        return fed
-
-    def arrays_now(self, args):
-        """(source description, traced dtype, traced shape, value now) of each fed array."""
-        for check in self.arrays:
-            try:
-                now = check.read(args)
-            except Exception:
-                now = None
-            yield check.source.describe(), check.dtype, check.shape, now
-
-    def failing(self, args) -> Check | None:
-        """The first guard that does not hold at this call, or None."""
-        return next((check for check in (*self.checks, *self.arrays) if not check.holds(args)), None)
-
-    def change(self, args) -> str | None:
-        """What broke a guard at this call (for the retrace report), or None."""
-        check = self.failing(args)
-        return None if check is None else check.change(args)
-
-    def apply(self, results, fed: list, args) -> None:
-        for array_index, fetch_index in self.write_backs:
-            np.copyto(fed[array_index], results[fetch_index], casting="unsafe")
-        # each write goes to the object the function found at its source when the call started (a later
-        # write may rebind the source, as `self.xs = []` after `self.xs.append(x)`)
-        targets = [replay.read(args) for replay in self.replays]
-        for replay, target in zip(self.replays, targets):
-            replay.apply(target, results, fed)
-
-    def __bool__(self) -> bool:
-        return bool(self.checks or self.arrays or self.fetches or self.replays)
-
-
-NONE = CapturedInputs([], [], [], [], [])
-
-
-# --------------------------------------------------------------------------- replays
-
-def _build(template, results, fed):
-    kind = template[0]
-    if kind == "const":
-        return template[1]
-    if kind == "fetch":
-        return results[template[1]]
-    if kind == "capture":
-        return fed[template[1]]
-    items = [_build(t, results, fed) for t in template[1]]
-    if kind == "list":
-        return items
-    if kind == "tuple":
-        return template[2](*items) if hasattr(template[2], "_fields") else template[2](items)
-    return dict(zip(template[2], items))
-
-
-class Replay:
-    """One write of the function to Python state, applied after each run: `target` is a Source (state
-    that existed before the trace) or an object made by the trace."""
-
-    def __init__(self, target, kind: str, key, template):
-        self.target, self.kind, self.key, self.template = target, kind, key, template
-        self.read = target.reader() if isinstance(target, Source) else (lambda args, obj=target: obj)
-
-    def apply(self, obj, results, fed) -> None:
-        """Makes the write on `obj` (the target, read from its source at the start of the call)."""
-        if self.kind == "setattr":
-            setattr(obj, self.key, _build(self.template, results, fed))
-        elif self.kind == "delattr":
-            delattr(obj, self.key)
-        elif self.kind == "list":
-            obj[:] = _build(self.template, results, fed)
-        else:
-            obj.clear()
-            obj.update(_build(self.template, results, fed))
 
 
 # --------------------------------------------------------------------------- while tracing
@@ -375,13 +185,13 @@ class StateCapture:
     def _visit(self, source: Source, value, depth: int):
         """Walks `value`, found at `source`; returns what the trace sees there (a stand-in for an array)."""
         if isinstance(value, _SCALARS):
-            if _is_number(value) and self.relaxed.get(source.describe()) is DYNAMIC:
+            if is_number(value) and self.relaxed.get(source.describe()) is DYNAMIC:
                 return self._capture_scalar(source, value)
-            self.checks.append(_value_check(source, value))
+            self.checks.append(ValueCheck(source, value))
             return value
         seen = self.by_id.get(id(value))
         if seen is not None and seen[1] is value:
-            self.checks.append(_AliasCheck(source, seen[0].reader()))
+            self.checks.append(AliasCheck(source, seen[0]))
             return seen[2]
         if isinstance(value, (operators.MutableArray, Tensor)) or getattr(value, "is_variable", False):
             return value  # a graph value (a Variable's value is read by the graph itself)
@@ -391,7 +201,7 @@ class StateCapture:
             stand_in = self._visit_container(source, value, depth)
         elif _is_user_object(value) and depth < MAX_DEPTH:
             self.by_id[id(value)] = (source, value, value)
-            self.checks.append(_type_check(source, value))
+            self.checks.append(TypeCheck(source, value))
             attributes = vars(value)
             self.objects.append((source, value, dict(attributes)))
             for name, item in list(attributes.items()):
@@ -400,13 +210,13 @@ class StateCapture:
                     attributes[name] = seen  # in its __dict__: not through a __setattr__ of its class
             return value
         else:
-            self.checks.append(_identity_check(source, value))
+            self.checks.append(IdentityCheck(source, value))
             stand_in = value
         self.by_id[id(value)] = (source, value, stand_in)
         return stand_in
 
     def _visit_container(self, source: Source, value, depth: int):
-        self.checks.append(_length_check(source, value))
+        self.checks.append(LengthCheck(source, value))
         self.by_id[id(value)] = (source, value, value)
         if isinstance(value, tuple):
             items = [self._visit(ItemSource(source, i), v, depth + 1) for i, v in enumerate(value)]
@@ -515,20 +325,6 @@ def _renumber(template, index: dict):
     if template[0] == "capture":
         return ("capture", index[template[1]])
     return (template[0], [_renumber(t, index) for t in template[1]], *template[2:])
-
-
-class _AliasCheck(Check):
-    """An object reached through two sources is still one object at both."""
-
-    def __init__(self, source, read_first):
-        super().__init__(source, None, "the same object as before", _describe_value)
-        self.read_first = read_first
-
-    def holds(self, args) -> bool:
-        try:
-            return self.read(args) is self.read_first(args)
-        except Exception:
-            return False
 
 
 _ABSENT = object()

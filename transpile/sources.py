@@ -10,6 +10,7 @@ tracing, the function's assignments after each run).
 """
 from __future__ import annotations
 
+import keyword
 from typing import Any, Callable
 
 Reader = Callable[[list], Any]
@@ -33,6 +34,17 @@ class Source:
         """The Python expression that reads it (`log.items[0]`)."""
         return self.describe()
 
+    def code(self, env: dict) -> str:
+        """Python code that reads it from `args` (the call's argument values), with the objects it
+        needs put in `env` (the namespace of the generated function that checks a call)."""
+        raise NotImplementedError
+
+    @staticmethod
+    def _bind(env: dict, value, prefix: str) -> str:
+        name = f"{prefix}{len(env)}"
+        env[name] = value
+        return name
+
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.describe()}>"
 
@@ -49,6 +61,9 @@ class GlobalSource(Source):
 
     def write(self, value, args) -> None:
         self.namespace[self.name] = value
+
+    def code(self, env: dict) -> str:
+        return f"{self._bind(env, self.namespace, 'globals_')}[{self.name!r}]"
 
     def describe(self) -> str:
         return f"global '{self.name}'"
@@ -70,6 +85,9 @@ class CellSource(Source):
     def write(self, value, args) -> None:
         self.cell.cell_contents = value
 
+    def code(self, env: dict) -> str:
+        return f"{self._bind(env, self.cell, 'cell_')}.cell_contents"
+
     def describe(self) -> str:
         return f"closure variable '{self.name}'"
 
@@ -90,6 +108,9 @@ class ArgumentSource(Source):
     def write(self, value, args) -> None:
         raise TypeError(f"argument {self.name} is not written")
 
+    def code(self, env: dict) -> str:
+        return f"args[{self.index}]"
+
     def describe(self) -> str:
         return self.name
 
@@ -106,6 +127,9 @@ class ObjectSource(Source):
 
     def write(self, value, args) -> None:
         raise TypeError(f"{self.name} is not written")
+
+    def code(self, env: dict) -> str:
+        return self._bind(env, self.obj, "object_")
 
     def describe(self) -> str:
         return self.name
@@ -124,6 +148,12 @@ class AttrSource(Source):
     def write(self, value, args) -> None:
         setattr(self.base.reader()(args), self.name, value)
 
+    def code(self, env: dict) -> str:
+        base = self.base.code(env)
+        if self.name.isidentifier() and not keyword.iskeyword(self.name):
+            return f"{base}.{self.name}"
+        return f"getattr({base}, {self.name!r})"
+
     def describe(self) -> str:
         return f"{self.base.expression()}.{self.name}"
 
@@ -140,6 +170,9 @@ class ItemSource(Source):
 
     def write(self, value, args) -> None:
         self.base.reader()(args)[self.key] = value
+
+    def code(self, env: dict) -> str:
+        return f"{self.base.code(env)}[{self._bind(env, self.key, 'key_')}]"
 
     def describe(self) -> str:
         return f"{self.base.expression()}[{self.key!r}]"

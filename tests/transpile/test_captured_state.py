@@ -224,8 +224,9 @@ helper = _double
 
 def test_the_state_is_restored_when_tracing_fails():
     def broken(x):
-        y = W @ x
-        raise ValueError("no")
+        if (W @ x).shape == ():    # W was read (a stand-in while tracing) when the trace fails
+            raise ValueError("no")
+        return x
 
     reset()
     before = W

@@ -4,7 +4,14 @@ optimiser memories, model matrices) changed between the calls by the program its
 import numpy as np
 
 import transpile
-from tests.transpile.numpy_programs import char_rnn, hmm, kmeans, levenshtein, lstm, pg_agent
+from tests.transpile.numpy_programs import (
+    char_rnn,
+    hmm,
+    kmeans,
+    levenshtein,
+    lstm,
+    pg_agent,
+)
 
 
 def assert_runs_equal(got, want):

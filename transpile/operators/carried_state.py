@@ -12,7 +12,12 @@ found rebuilds it (a Retry), carrying it from then on.
 """
 from __future__ import annotations
 
-from transpile.operators.arrays import MutableArray, journal_mark, undo_writes, written_since
+from transpile.operators.arrays import (
+    MutableArray,
+    journal_mark,
+    undo_writes,
+    written_since,
+)
 from transpile.operators.leaves import convert_leaf, describe, is_convertible
 from transpile.operators.staging import Retry, StagingError
 from transpile.operators.trace_state import trace_state
