@@ -190,9 +190,17 @@ def _unstack(node, rt):
                              f"{len(ta.elements)}")
         if len(ta.elements) < value.shape[0]:
             ta.elements.extend([None] * (value.shape[0] - len(ta.elements)))
-        for i in range(value.shape[0]):
-            ta.write(i, value[i])
-        return flow.grown(value.shape[0])
+        n = value.shape[0]
+        if not ta.accumulate and all(e is None for e in ta.elements[:n]):
+            # the rows as the array's dtype, with one conversion for all of them (a `for` over an
+            # array unstacks it before its loop): the values writing them one by one stores, the
+            # elements of a vector as numpy scalars, as iterating over it in Python gives them
+            rows = np.asarray(value, dtype=ta.dtype) if ta.dtype is not None else value
+            ta.elements[:n] = list(rows)
+        else:
+            for i in range(n):
+                ta.write(i, value[i])
+        return flow.grown(n)
     return unstack
 
 
