@@ -360,8 +360,9 @@ def momentum_step(g, lr):
 
 
 def momentum_step_of_arguments(g, lr, momentum, weights):
-    momentum = 0.9 * momentum + g
-    weights = weights - lr * momentum
+    """The same steps on arrays passed in (which the graph cannot write: they are returned)."""
+    momentum[:] = 0.9 * momentum + g
+    weights[:] -= lr * momentum
     return weights.sum(), momentum, weights
 
 

@@ -190,16 +190,34 @@ class ScalarCheck(Check):
 # --------------------------------------------------------------------------- the reader of a call
 
 def _compile_reader(checks: list, arrays: list):
-    """`read(args)`: None when a check fails, else the arrays to feed (straight code, see the module)."""
+    """`read(args)`: None when a check fails, else the arrays to feed (straight code, see the module).
+    Each source is read once, from its base's value (`s3 = s1.layers`), where a check first needs it."""
     env = {"ndarray": np.ndarray, "bool_": np.bool_, "integer": np.integer, "floating": np.floating}
     lines = ["def read(args):", "    try:"]
+    read: dict = {}  # id(source) -> the local its value is in
+
+    def value_of(source) -> str:
+        local = read.get(id(source))
+        if local is None:
+            step = getattr(source, "step", None)
+            code = step(value_of(source.base), env) if step is not None else source.code(env)
+            local = read[id(source)] = f"s{len(read)}"
+            lines.append(f"        {local} = {code}")
+        return local
+
     for check in checks:
-        lines += [f"        v = {check.source.code(env)}", f"        if {check.failure('v', env)}:",
-                  "            return None"]
-    for k, check in enumerate(arrays):
-        lines += [f"        a{k} = {check.source.code(env)}", f"        if {check.failure(f'a{k}', env)}:",
-                  "            return None"]
-    lines += [f"        return [{', '.join(f'a{k}' for k in range(len(arrays)))}]",
+        v = value_of(check.source)
+        if isinstance(check, AliasCheck):
+            condition = f"{v} is not {value_of(check.first)}"
+        else:
+            condition = check.failure(v, env)
+        lines += [f"        if {condition}:", "            return None"]
+    fed = []
+    for check in arrays:
+        v = value_of(check.source)
+        fed.append(v)
+        lines += [f"        if {check.failure(v, env)}:", "            return None"]
+    lines += [f"        return [{', '.join(fed)}]",
               "    except Exception:  # a source that no longer resolves (a missing key, attribute, item)",
               "        return None"]
     source = "\n".join(lines) + "\n"

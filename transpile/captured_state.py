@@ -105,6 +105,17 @@ def _global_names(code: types.CodeType) -> tuple:
     return names
 
 
+def _is_frozen_record(value) -> bool:
+    """A frozen dataclass instance whose fields are numbers, strings, None or tuples of those."""
+    params = getattr(type(value), "__dataclass_params__", None)
+    if params is None or not params.frozen:
+        return False
+
+    def immutable(v) -> bool:
+        return isinstance(v, _SCALARS) or isinstance(v, tuple) and all(immutable(x) for x in v)
+    return all(immutable(v) for v in vars(value).values()) if hasattr(value, "__dict__") else False
+
+
 def _is_user_object(value) -> bool:
     """An instance of a class of the user's code, whose attributes the walk visits."""
     if not hasattr(value, "__dict__") or getattr(value, "is_variable", False) or isinstance(
@@ -139,6 +150,7 @@ class StateCapture:
         self.objects: list = []         # (source, object, its __dict__ before)
         self.containers: list = []      # (source, list or dict, a shallow copy before)
         self.functions: set = set()
+        self.places: set = set()        # the globals and cells walked, by namespace and name or by cell
 
     # -- what the trace reads ---------------------------------------------------------------
     def add_argument(self, index: int, name: str, value) -> None:
@@ -177,6 +189,10 @@ class StateCapture:
             self._install(CellSource(cell, name), value)
 
     def _install(self, source: Source, value) -> None:
+        place = (id(source.namespace), source.name) if isinstance(source, GlobalSource) else id(source.cell)
+        if place in self.places:  # (functions of one module share its globals)
+            return
+        self.places.add(place)
         seen = self._visit(source, value, 0)
         if seen is not value:
             source.write(seen, self.args)
@@ -193,12 +209,18 @@ class StateCapture:
         if seen is not None and seen[1] is value:
             self.checks.append(AliasCheck(source, seen[0]))
             return seen[2]
-        if isinstance(value, (operators.MutableArray, Tensor)) or getattr(value, "is_variable", False):
-            return value  # a graph value (a Variable's value is read by the graph itself)
+        if getattr(value, "is_variable", False):
+            self.checks.append(IdentityCheck(source, value))  # (the graph reads its value itself)
+            return value
+        if isinstance(value, (operators.MutableArray, Tensor)):
+            return value  # a graph value (of a trace that calls this one)
         if isinstance(value, np.ndarray) and value.dtype.kind in "biufc":
             stand_in = self._capture(source, value)
         elif isinstance(value, (list, dict, tuple)) and depth < MAX_DEPTH and len(value) <= MAX_ITEMS:
             stand_in = self._visit_container(source, value, depth)
+        elif _is_frozen_record(value):
+            self.checks.append(IdentityCheck(source, value))  # its fields cannot change: the object is enough
+            stand_in = value
         elif _is_user_object(value) and depth < MAX_DEPTH:
             self.by_id[id(value)] = (source, value, value)
             self.checks.append(TypeCheck(source, value))

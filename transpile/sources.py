@@ -149,7 +149,10 @@ class AttrSource(Source):
         setattr(self.base.reader()(args), self.name, value)
 
     def code(self, env: dict) -> str:
-        base = self.base.code(env)
+        return self.step(self.base.code(env), env)
+
+    def step(self, base: str, env: dict) -> str:
+        """Python code that reads it from its base's value, in the expression `base`."""
         if self.name.isidentifier() and not keyword.iskeyword(self.name):
             return f"{base}.{self.name}"
         return f"getattr({base}, {self.name!r})"
@@ -172,7 +175,11 @@ class ItemSource(Source):
         self.base.reader()(args)[self.key] = value
 
     def code(self, env: dict) -> str:
-        return f"{self.base.code(env)}[{self._bind(env, self.key, 'key_')}]"
+        return self.step(self.base.code(env), env)
+
+    def step(self, base: str, env: dict) -> str:
+        """Python code that reads it from its base's value, in the expression `base`."""
+        return f"{base}[{self._bind(env, self.key, 'key_')}]"
 
     def describe(self) -> str:
         return f"{self.base.expression()}[{self.key!r}]"
