@@ -110,7 +110,6 @@ def origin(t: Tensor) -> Tensor:
             return t
 
 
-
 class GraphIndex:
     """Per-graph lookups, built once per `gradients` call."""
 

@@ -99,6 +99,8 @@ class CondContext(_ContextBase):
     def capture(self, t: Tensor) -> Tensor:
         out = self.captured.get(t)
         if out is None:
+            if t.index == self.branch and self.state.switches.get(t.node.inputs[0] if t.node.inputs else None) is t.node:
+                return t  # this branch's own capture: its Switch sits outside the branch, its value inside
             out = self.state.switch_for(t, self.outer).outputs[self.branch]
             self.captured[t] = out
         return out
