@@ -53,6 +53,15 @@ def test_gradient_in_a_branch_through_a_cond_and_a_loop_before_it():
         np.testing.assert_array_equal(a, b)
 
 
+@pytest.mark.parametrize("w0", [2.0, -1.0])
+def test_a_gradient_taken_in_a_branch_can_be_differentiated_again(w0):
+    # the rule of w * w reads the branch's capture of w; it must not capture it a second time
+    w = graph.placeholder(np.float64, (), name="w")
+    y = graph.cond(w > 0.0, lambda: grad.gradients(w * w * w, [w])[0], lambda: w * 2.0)
+    (gy,) = grad.gradients(y, [w])
+    assert run([y, gy], {w: w0}) == ([3 * w0 * w0, 6 * w0] if w0 > 0 else [2 * w0, 2.0])
+
+
 @pytest.mark.parametrize("par", [1, 32])
 def test_gradient_in_a_branch_inside_a_loop_body_of_a_value_the_body_computed(par):
     w0 = graph.placeholder(np.float64, (2,), name="w0")

@@ -156,6 +156,9 @@ _X0, _W0 = np.array([0.3, 0.4]), np.array([0.7, -0.2])
 @example(prog=[("while", "b", 4.0, 2, False, [("grad", "b", "a", "cond_sq", True)])], x0=_X0, w0=_W0)
 # x reaches the loss only through a comparison
 @example(prog=[("assign", "a", ("step", "b", "a")), ("assign", "b", ("mul_w", "a"))], x0=_X0, w0=_W0)
+# a gradient taken in a branch, differentiated again from outside the cond
+@example(prog=[("if", "a", -0.5, [("assign", "a", ("mul_w", "a"))], [("grad", "a", "a", "sq_w", False)])],
+         x0=_X0 * -2.0, w0=_W0)
 def test_random_programs_with_matmuls_inner_gradients_and_cut_paths(prog, x0, w0):
     _check(prog, x0, w0)
 
