@@ -16,6 +16,7 @@ Modules, each with one job (the later ones build on the earlier ones):
     data_structures  lists built in graph loops (TensorList), list.append, item assignment
     values           variables without a value (Undefined, MaybeDefined), ld, globals
     encoding         state tuples, placeholders, and lists that cross cond/loop boundaries as TensorArrays
+    carried_state    what a cond's branches or a loop's body write besides the carried variables
     cond_outputs     how each variable leaves a graph cond
     conditionals     if_stmt, if_exp (graph_cond)
     logical          and_, or_, not_
@@ -23,6 +24,7 @@ Modules, each with one job (the later ones build on the earlier ones):
     loop_vars        how each variable enters and leaves a graph loop
     loops            while_stmt, for_stmt
     statements       assert_stmt, print_ (with f-strings: fstr, fmt)
+    list_items       lst[k].append(v), also at a graph-tensor index k (append_at)
     py_builtins      len_, abs_, min_, max_, sum_, int_, float_, bool_, isinstance_
     calls            call (converts user functions on first use), ag_namespace
 
