@@ -30,8 +30,8 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-import graph as G  # noqa: E402
 import grad  # noqa: E402
+import graph as G  # noqa: E402
 from exec import Session  # noqa: E402
 from exec.memory import memory_manager  # noqa: E402
 

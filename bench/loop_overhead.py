@@ -140,7 +140,6 @@ def main():
     if a.quick:
         a.n, a.repeats = 10_000, 3
     results = {}
-    rows = []
     for body in ("scalar", "vector"):
         for name, make in (("numpy", numpy_loop), ("dataflow", dataflow_loop), ("compiled", compiled_loop),
                            ("transpiled", transpiled_loop)):

@@ -72,8 +72,8 @@ def make_data(T):
 # ---------------------------------------------------------------- ours
 
 def build_ours(T, static, mode="auto"):
-    import graph
     import grad
+    import graph
     import transpile
 
     Wx0, Wh0, b0, X, Y = make_data(T)

@@ -31,11 +31,11 @@ import numpy as np
 from tqdm import tqdm
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import graph  # noqa: E402
-import grad  # noqa: E402
-import transpile  # noqa: E402
 from data import CharCorpus, adding_problem, stdlib_docstrings  # noqa: E402
 
+import grad  # noqa: E402
+import graph  # noqa: E402
+import transpile  # noqa: E402
 
 # ----------------------------------------------------------------------------- the model
 

@@ -25,8 +25,18 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from exec.node_kinds import (EXIT, LOOP_MERGE, MERGE, NEXT, PENDING, SINGLE_OUTPUT_KINDS, SWITCH, TO_FETCH,
-                             TO_GUARDED, TO_PRED)
+from exec.node_kinds import (
+    EXIT,
+    LOOP_MERGE,
+    MERGE,
+    NEXT,
+    PENDING,
+    SINGLE_OUTPUT_KINDS,
+    SWITCH,
+    TO_FETCH,
+    TO_GUARDED,
+    TO_PRED,
+)
 from exec.pending import slot_of
 
 # A dead Send must still tell its Recv (docs/design.md, "Tagged-token rules"): never skip a branch holding one.

@@ -44,8 +44,23 @@ import numpy as np
 
 from exec import blas, load
 from exec.errors import AssertionFailed, NoProgressError, RunError
-from exec.node_kinds import (COND_SWITCH, DIRECT, ENTER, EXIT, LOOP_MERGE, MERGE, MULTI, NEXT, NORMAL,
-                             PENDING, SWITCH, TO_GUARDED, TO_LOOP_MERGE, TO_MERGE, TO_PRED)
+from exec.node_kinds import (
+    COND_SWITCH,
+    DIRECT,
+    ENTER,
+    EXIT,
+    LOOP_MERGE,
+    MERGE,
+    MULTI,
+    NEXT,
+    NORMAL,
+    PENDING,
+    SWITCH,
+    TO_GUARDED,
+    TO_LOOP_MERGE,
+    TO_MERGE,
+    TO_PRED,
+)
 from exec.pending import DEAD, FIRED, FIRST_SLOT, REMAINING, merge_record
 from exec.plan import Plan
 from exec.pool import Pool

@@ -8,16 +8,33 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from graph import shapes as _sh
-from graph.core import Node, Tensor
 from exec.branches import plan_skipping
 from exec.devices import check_local
 from exec.donation import donatable_slot, exclusive_inputs
 from exec.kernels import HEAVY_OPS, INPLACE, get_inplace_kernel, get_kernel
-from exec.node_kinds import (ASYNC, COND_SWITCH, DIRECT, ENTER, EXIT, LOOP_MERGE, MERGE, MULTI, NEXT, NORMAL,
-                             PENDING, SINGLE_OUTPUT_KINDS, SWITCH, TO_FETCH, TO_GUARDED, TO_LOOP_MERGE, TO_MERGE)
+from exec.node_kinds import (
+    ASYNC,
+    COND_SWITCH,
+    DIRECT,
+    ENTER,
+    EXIT,
+    LOOP_MERGE,
+    MERGE,
+    MULTI,
+    NEXT,
+    NORMAL,
+    PENDING,
+    SINGLE_OUTPUT_KINDS,
+    SWITCH,
+    TO_FETCH,
+    TO_GUARDED,
+    TO_LOOP_MERGE,
+    TO_MERGE,
+)
 from exec.pending import REMAINING, slot_of, template
 from exec.recurrence import on_main_recurrence
+from graph import shapes as _sh
+from graph.core import Node, Tensor
 
 _KIND_OF_OP = {"Switch": SWITCH, "Enter": ENTER, "Exit": EXIT, "NextIteration": NEXT}
 

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import sys
 
-from graph import nest
-from graph.core import Node, Tensor
 from exec import kernels as _kernels
 from exec.runtime import Runtime
+from graph import nest
+from graph.core import Node, Tensor
 
 DEAD = type("Dead", (), {"__repr__": lambda self: "DEAD"})()
 

@@ -5,15 +5,15 @@ import threading
 
 import numpy as np
 
+from exec.compiled import MODES, compile_program, make_entry, select_program
+from exec.executor import execute
+from exec.plan import Plan, build_plan
+from exec.pool import Pool
+from exec.runtime import Runtime
 from graph import dtypes as _dt
 from graph import nest
 from graph import shapes as _sh
 from graph.core import Graph, Node, Tensor, get_default_graph
-from exec.compiled import MODES, compile_program, make_entry, select_program
-from exec.executor import execute
-from exec.pool import Pool
-from exec.plan import Plan, build_plan
-from exec.runtime import Runtime
 
 _pools: dict[int, Pool] = {}
 _pools_lock = threading.Lock()

@@ -9,11 +9,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from grad.registry import is_differentiable
 from graph.control_flow.contexts import CondContext, CondState, WhileContext
 from graph.control_flow.stack import pushed_values, stack_of
 from graph.core import Node, Tensor
 from graph.errors import GraphError
-from grad.registry import is_differentiable
 
 LOOP_PLUMBING = frozenset({"Enter", "Merge", "Switch", "NextIteration", "LoopCond"})
 

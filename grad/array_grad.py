@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from grad.math_grad import unbroadcast
+from grad.registry import register_gradient
 from graph.core import make_op
 from graph.ops import array as a
 from graph.ops import math as m
@@ -17,8 +19,6 @@ from graph.ops.conversion import constant
 from graph.ops.creation import zeros_like
 from graph.ops.indexing import IndexSpec, Slice, get_item_grad, parse_index
 from graph.ops.reduce import reduce_sum
-from grad.math_grad import unbroadcast
-from grad.registry import register_gradient
 
 
 def _shape_only(op):

@@ -1,14 +1,14 @@
 """Reverse mode over one region: its units in reverse topological order, gradients summed per tensor."""
 from __future__ import annotations
 
-from graph.control_flow.contexts import CondState, WhileContext
-from graph.control_flow.stack import stack_of
-from graph.core import Node, Tensor
-from graph.errors import GraphError
 from grad.accumulate import Grads, conform
 from grad.analysis import is_within, stacked_values, variable_of
 from grad.build_state import GradState
 from grad.registry import GradOp, construct_gradient_rule, gradient_rule, is_differentiable
+from graph.control_flow.contexts import CondState, WhileContext
+from graph.control_flow.stack import stack_of
+from graph.core import Node, Tensor
+from graph.errors import GraphError
 
 
 def backprop_region(state: GradState, region, seeds: dict[Tensor, Tensor], skip=None,

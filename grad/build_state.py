@@ -24,6 +24,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from grad import saved as _saved
+from grad.analysis import GraphIndex, ancestors, is_within, stacked_values
+from grad.tensor_array_grad import gradient_array, spec_of
 from graph import dtypes as _dt
 from graph import shapes as _sh
 from graph.control_flow.contexts import CondState, WhileContext
@@ -34,9 +37,6 @@ from graph.op_registry import get_opdef
 from graph.ops.conversion import constant
 from graph.ops.creation import zeros
 from graph.ops.shape_ops import shape
-from grad import saved as _saved
-from grad.analysis import GraphIndex, ancestors, is_within, stacked_values
-from grad.tensor_array_grad import gradient_array, spec_of
 
 
 @dataclass(frozen=True, slots=True)

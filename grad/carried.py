@@ -23,11 +23,11 @@ show is checked at once, the rest when the loop is complete (`WhileContext.when_
 """
 from __future__ import annotations
 
+from grad.analysis import GraphIndex, Target, ancestors, differentiable_dtype, is_within, loop_variable_of, origin
+from grad.registry import is_differentiable
 from graph.control_flow.contexts import WhileContext
 from graph.core import Tensor
 from graph.errors import GraphError, SourceLocation
-from grad.analysis import GraphIndex, Target, ancestors, differentiable_dtype, is_within, loop_variable_of, origin
-from grad.registry import is_differentiable
 
 
 def carried_reads(ys: list[Tensor], top) -> list[tuple[WhileContext, int]]:

@@ -33,6 +33,12 @@ from __future__ import annotations
 
 import numpy as np
 
+from grad import loop_sums
+from grad import saved as _saved
+from grad.accumulate import add_n, conform
+from grad.analysis import ancestors, cond_outer, is_within, variable_of
+from grad.backprop import backprop_region
+from grad.registry import register_construct_gradient, register_gradient
 from graph import dtypes as _dt
 from graph.control_flow.contexts import CondContext, CondState, WhileContext
 from graph.control_flow.while_loop import while_loop
@@ -40,12 +46,6 @@ from graph.core import Tensor
 from graph.errors import GraphError, user_location
 from graph.ops.conversion import constant
 from graph.ops.math import greater_equal, sub
-from grad import loop_sums
-from grad import saved as _saved
-from grad.accumulate import add_n, conform
-from grad.analysis import ancestors, cond_outer, is_within, variable_of
-from grad.backprop import backprop_region
-from grad.registry import register_construct_gradient, register_gradient
 
 
 def _group_reads(state, reads) -> list[tuple[object, list]]:

@@ -22,12 +22,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from graph.control_flow.contexts import CondContext, WhileContext
-from graph.core import Tensor
 from grad.accumulate import Grads, add_n
 from grad.analysis import is_within
 from grad.backprop import backprop_region
 from grad.build_state import GradState
+from graph.control_flow.contexts import CondContext, WhileContext
+from graph.core import Tensor
 
 
 @dataclass(frozen=True, slots=True)

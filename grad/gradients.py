@@ -1,12 +1,6 @@
 """`gradients(ys, xs)`: reverse mode that adds the backward computation to the graph."""
 from __future__ import annotations
 
-from graph import dtypes as _dt
-from graph import nest
-from graph.core import Tensor
-from graph.errors import GraphError, user_location
-from graph.ops.conversion import convert
-from graph.ops.creation import ones_like, zeros
 from grad.accumulate import add_n, conform
 from grad.analysis import GraphIndex, Target, ancestors, differentiable_dtype, variable_of
 from grad.build_state import GradState
@@ -14,6 +8,12 @@ from grad.carried import check_carried
 from grad.enclosing import Walk, backprop_outwards
 from grad.non_differentiable import MODES as NON_DIFFERENTIABLE_MODES
 from grad.non_differentiable import blocking_ops, report
+from graph import dtypes as _dt
+from graph import nest
+from graph.core import Tensor
+from graph.errors import GraphError, user_location
+from graph.ops.conversion import convert
+from graph.ops.creation import ones_like, zeros
 
 
 def gradients(ys, xs, grad_ys=None, unconnected: str = "zero", non_differentiable: str = "warn",

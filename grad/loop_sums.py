@@ -19,6 +19,8 @@ gradient rows are saved for the matmul anyway).
 """
 from __future__ import annotations
 
+from grad import saved as _saved
+from grad.accumulate import add_n
 from graph import shapes as _sh
 from graph.control_flow.contexts import WhileContext
 from graph.control_flow.stack import stack_concat
@@ -26,8 +28,6 @@ from graph.core import Node, Tensor, route
 from graph.ops.array import transpose
 from graph.ops.math import matmul
 from graph.ops.reduce import reduce_sum
-from grad import saved as _saved
-from grad.accumulate import add_n
 
 
 def plan(state, loop: WhileContext, consts) -> dict[Tensor, "RowSums"]:

@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import numpy as np
 
+from grad.registry import register_gradient
 from graph import shapes as _sh
 from graph.ops import math as m
 from graph.ops.array import concat, expand_dims, reduce_to_shape, reshape, transpose, where
 from graph.ops.conversion import constant
 from graph.ops.creation import zeros_like
-from grad.registry import register_gradient
 
 
 def unbroadcast(op, i: int, g):

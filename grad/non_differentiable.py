@@ -18,10 +18,10 @@ from __future__ import annotations
 
 import warnings
 
-from graph.core import Node, Tensor
-from graph.errors import GraphError, SourceLocation
 from grad.analysis import GraphIndex, Target, differentiable_dtype, origin
 from grad.registry import is_differentiable
+from graph.core import Node, Tensor
+from graph.errors import GraphError, SourceLocation
 
 # cut on purpose, or read only the shape of their input
 _NOT_REPORTED = frozenset({"StopGradient", "Shape", "Size", "Rank", "ZerosLike", "OnesLike", "TensorArraySize"})

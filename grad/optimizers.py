@@ -12,12 +12,12 @@ from __future__ import annotations
 
 import numpy as np
 
+from grad.gradients import gradients
 from graph.ops import math as m
-from graph.ops.conversion import convert
 from graph.ops.basic import group
+from graph.ops.conversion import convert
 from graph.ops.reduce import reduce_sum
 from graph.ops.variables import Variable
-from grad.gradients import gradients
 
 
 def _pairs(grads, params) -> list[tuple[object, Variable]]:

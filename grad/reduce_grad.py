@@ -3,11 +3,11 @@ from __future__ import annotations
 
 import numpy as np
 
+from grad.registry import register_gradient
 from graph.ops import array as a
 from graph.ops import creation as c
 from graph.ops import math as m
 from graph.ops.reduce import reduce_prod, reduce_sum
-from grad.registry import register_gradient
 
 
 def _axes(op):

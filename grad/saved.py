@@ -18,10 +18,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from grad.analysis import ancestors, is_within
 from graph.control_flow.contexts import CondContext, CondState, WhileContext
 from graph.core import Node, Tensor
 from graph.ops.conversion import constant
-from grad.analysis import ancestors, is_within
 
 _COUNTERS: "weakref.WeakKeyDictionary[WhileContext, Counter]" = weakref.WeakKeyDictionary()
 _BARRIERS: "weakref.WeakKeyDictionary[CondState, Barrier]" = weakref.WeakKeyDictionary()

@@ -14,8 +14,8 @@ belongs to the value that was pushed. Both sides use the same slot keys:
 """
 from __future__ import annotations
 
-from graph.control_flow.stack import pushed_values, stack_concat, stack_of, stack_pop, stack_split
 from grad.registry import register_gradient
+from graph.control_flow.stack import pushed_values, stack_concat, stack_of, stack_pop, stack_split
 
 
 @register_gradient("StackPop")

@@ -7,9 +7,9 @@ two flows of one array are summed by joining them.
 """
 from __future__ import annotations
 
+from grad.registry import register_gradient
 from graph.control_flow.tensor_array import TensorArray
 from graph.core import Tensor
-from grad.registry import register_gradient
 
 _PLUMBING = ("Enter", "Exit", "Merge", "Switch", "Identity", "NextIteration")
 

@@ -1,12 +1,18 @@
 """Dataflow graphs with in-graph control flow (Switch/Merge/Enter/Exit/NextIteration)."""
-from graph import dtypes
-from graph.core import (Checkpoint, Graph, control_dependencies, device, get_default_graph, make_op, name_scope,
-                        reset_default_graph)
+from graph import dtypes, nest
+from graph.control_flow import CondContext, TensorArray, WhileContext, cond, foldl, foldr, map_fn, scan, while_loop
+from graph.core import (
+                        Checkpoint,
+                        Graph,
+                        control_dependencies,
+                        device,
+                        get_default_graph,
+                        make_op,
+                        name_scope,
+                        reset_default_graph,
+)
+from graph.errors import GraphError, SourceLocation
 from graph.node import ControlFlowContext, Node, Tensor
 from graph.op_registry import register_op
-from graph.errors import GraphError, SourceLocation
 from graph.ops import *  # noqa: F401,F403
-from graph.control_flow import (CondContext, TensorArray, WhileContext, cond, foldl, foldr, map_fn, scan,
-                                while_loop)
-from graph import nest
 from graph.saving import load  # also makes Graph.save available

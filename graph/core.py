@@ -347,9 +347,8 @@ def route_control(ctx: ControlFlowContext, node: Node, source: SourceLocation | 
 
 def escape_error(t: Tensor, ctx: ControlFlowContext | None, source: SourceLocation | None) -> GraphError:
     where = t.node.context.describe() if t.node.context is not None else "the top level"
-    made = f" (built at {t.node.source})" if t.node.source else ""
     return GraphError(
-        f"tensor {t.name}{made} was created inside {where} and cannot be used outside it. "
+        f"{t.describe()} was created inside {where} and cannot be used outside it. "
         "Return it from the branch or loop body (make it an output / loop variable) to use it here", source)
 
 

@@ -69,5 +69,14 @@ class UnsupportedError(GraphError, TypeError):
     """A numpy function, ufunc or argument that graph tensors do not support (the message names it)."""
 
 
-class SymbolicBoolError(GraphError, TypeError):
-    """A symbolic tensor was used where Python needs a concrete value."""
+class SymbolicValueError(GraphError, TypeError):
+    """A graph tensor was used where Python needs its value while the graph is built (a number, a
+    truth value, an index): the value only exists when the graph runs."""
+
+
+class SymbolicBoolError(SymbolicValueError):
+    """A graph tensor was used as a Python truth value, iterated over, or searched with `in`."""
+
+
+class SymbolicIndexError(SymbolicValueError):
+    """A graph tensor was used as a Python index or size (a list index, a repeat count, a shape)."""

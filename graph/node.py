@@ -12,7 +12,15 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from graph import shapes as _sh
-from graph.errors import SourceLocation, SymbolicBoolError
+from graph.errors import (
+    SourceLocation,
+    SymbolicBoolError,
+    SymbolicIndexError,
+    SymbolicValueError,
+)
+
+# Ops that pass a value on unchanged: a tensor seen through them is described as the value they pass.
+_PASS_THROUGH = frozenset({"Identity", "Enter", "Exit", "Switch", "StopGradient"})
 
 
 class Tensor:
@@ -53,46 +61,70 @@ class Tensor:
     def __repr__(self) -> str:
         return f"<Tensor {self.name} {self.dtype}{_sh.format_shape(self.shape)}>"
 
+    def describe(self) -> str:
+        """This tensor as error messages name it for the user: `input 'n'` (a placeholder), `loop variable
+        'i' of the loop at f.py:3`, `the value computed at f.py:12`; its graph name (`while/Switch_4:1`)
+        only when nothing better is known. Values passed on unchanged (a captured value's Switch or
+        Enter, an Identity) are described as the value they pass."""
+        t = self
+        while True:
+            node = t.node
+            if node.op == "Placeholder":
+                return f"input {node.name!r}"
+            named = node.context.name_of(t) if node.context is not None else None
+            if named is not None:
+                return named
+            if node.op not in _PASS_THROUGH or not node.inputs:
+                break
+            t = node.inputs[0]
+        return f"the value computed at {node.source.short}" if node.source is not None else f"graph tensor {self.name}"
+
+    def _typed(self) -> str:
+        kind = f"{self.dtype}{_sh.format_shape(self.shape)}"
+        return f"{self.describe()} ({'an' if kind[0] in 'aeiou' else 'a'} {kind} graph tensor)"
+
     __hash__ = object.__hash__
 
     def __bool__(self):
         raise SymbolicBoolError(
-            f"the truth value of graph tensor {self.name} is only known when the graph runs; "
+            f"the truth value of {self._typed()} is only known when the graph runs; "
             "Python `if`/`while`/`and`/`or`/`not` cannot decide on it. Decorate the function with "
             "@transpile.function to convert such control flow, or build it with graph.cond / graph.while_loop")
 
     def __iter__(self):
         raise SymbolicBoolError(
-            f"cannot iterate over graph tensor {self.name} in Python (unpacking, list(), a comprehension, ...): "
+            f"cannot iterate over {self._typed()} in Python (unpacking, list(), a comprehension, ...): "
             "its elements only exist when the graph runs. Write a `for` statement in a @transpile.function "
             "(a `for` over a tensor becomes a graph loop; comprehensions and unpacking are not converted), index "
             "it (t[0], t[1]) or use graph.unstack, or build the loop with graph.while_loop / graph.map_fn")
 
     def __contains__(self, item):
         raise SymbolicBoolError(
-            f"`x in t` on graph tensor {self.name} would need its values while the graph is built; "
+            f"`x in t` on {self._typed()} would need its values while the graph is built; "
             "use graph.reduce_any(graph.equal(t, x))")
 
     def __len__(self):
         if self.shape is not None and self.shape and self.shape[0] is not None:
             return self.shape[0]
-        raise SymbolicBoolError(
-            f"len() of graph tensor {self.name} with shape {_sh.format_shape(self.shape)} is not known when "
+        raise SymbolicIndexError(
+            f"len() of {self._typed()} is not known when "
             "the graph is built. Use graph.shape(t)[0], or decorate the function with @transpile.function "
             "so that len() is converted")
 
     def __index__(self):
-        raise SymbolicBoolError(
-            f"graph tensor {self.name} cannot be used as a Python index or size: its value is only known at run "
-            "time. Use graph ops (e.g. graph.gather, graph.reshape with a tensor shape) instead")
+        raise SymbolicIndexError(
+            f"{self._typed()} cannot be used as a Python index or size (a list index, a repeat count, a "
+            "shape): its value is only known when the graph runs. Index a tensor instead (np.stack(a_list)[i], "
+            "graph.gather), use graph ops (graph.reshape with a tensor shape), or make it a Python value (a "
+            "Python number, or an argument named in transpile.function's static_argnames)")
 
     def __float__(self):
-        raise SymbolicBoolError(f"float() of graph tensor {self.name}: its value is only known at run time. "
-                                "Use graph.cast(t, np.float64)")
+        raise SymbolicValueError(f"float() of {self._typed()}: its value is only known when the graph runs. "
+                                 "Use graph.cast(t, np.float64)")
 
     def __int__(self):
-        raise SymbolicBoolError(f"int() of graph tensor {self.name}: its value is only known at run time. "
-                                "Use graph.cast(t, np.int64)")
+        raise SymbolicValueError(f"int() of {self._typed()}: its value is only known when the graph runs. "
+                                 "Use graph.cast(t, np.int64)")
 
 
 class Node:
@@ -210,6 +242,11 @@ class ControlFlowContext(Protocol):
 
     def describe(self) -> str:
         """Where this is, in the user's terms ("the true branch of the cond at f.py:3")."""
+        ...
+
+    def name_of(self, t: Tensor) -> str | None:
+        """`t`, a value of this context's own plumbing, as the user named it (`loop variable 'i' of the
+        loop at f.py:3`), or None: see `Tensor.describe`."""
         ...
 
     def dot_cluster(self) -> DotCluster:

@@ -11,9 +11,23 @@ import astor
 import gast
 
 from transpile import anno, ast_util, liveness, parsing
-from transpile.converters import (asserts, break_statements, call_trees, conditional_expressions, dead_flags,
-                                  conditionals, continue_statements, guard_clauses, lists,
-                                  logical_expressions, loops, return_statements, slices, unsupported, variables)
+from transpile.converters import (
+    asserts,
+    break_statements,
+    call_trees,
+    conditional_expressions,
+    conditionals,
+    continue_statements,
+    dead_flags,
+    guard_clauses,
+    lists,
+    logical_expressions,
+    loops,
+    return_statements,
+    slices,
+    unsupported,
+    variables,
+)
 from transpile.converters.base import Context, walk_same_scope
 from transpile.converters.carried import GENERATED_FN
 from transpile.liveness.activity import FUNCTION_SCOPE

@@ -19,10 +19,10 @@ from __future__ import annotations
 
 import os
 
-from graph import shapes as _sh
-from graph.node import Node, Tensor
 from exec.compiled.program import Program, compile_program
 from exec.compiled.structure import Unstructured
+from graph import shapes as _sh
+from graph.node import Node, Tensor
 
 MODES = ("auto", "compiled", "dataflow")
 # An elementwise kernel on at least this many elements runs long enough (~100 us) for the pool

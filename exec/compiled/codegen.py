@@ -18,8 +18,8 @@ from typing import Callable
 
 import numpy as np
 
-from graph.node import Node, Tensor
 from exec.compiled.structure import Call, Loop, Select, Structured
+from graph.node import Node, Tensor
 
 _INDENT = "    "
 

@@ -14,8 +14,8 @@ from typing import Callable
 
 import numpy as np
 
-from graph import dtypes as _dt
 from exec.compiled.program import Program
+from graph import dtypes as _dt
 
 _serial = itertools.count(1)
 # the Python scalar type a check turns into each of these dtypes, and the int64 range (exec/session.py)
@@ -34,7 +34,7 @@ def make_entry(program: Program, feeds: list, checks: list, kinds: list, graph, 
     env = {"program": program.function, "graph": graph, "slow": slow, "to_numpy": to_numpy,
            "ndarray": np.ndarray, "VERSION": graph.version}
     lines = [f"def entry({', '.join(names)}):",
-             f"    if graph.version != VERSION:",
+             "    if graph.version != VERSION:",
              f"        return slow({', '.join(names)})"]
     for k, (t, check) in enumerate(zip(feeds, checks, strict=True)):
         env[f"check{k}"], env[f"D{k}"] = check, t.dtype

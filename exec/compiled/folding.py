@@ -11,12 +11,12 @@ from __future__ import annotations
 
 import numpy as np
 
+from exec.compiled.structure import Call, Loop
+from exec.donation import FRESH_OPS
 from graph import dtypes as _dt
 from graph import shapes as _sh
 from graph.node import Tensor
 from graph.op_registry import get_opdef
-from exec.compiled.structure import Call, Loop
-from exec.donation import FRESH_OPS
 
 # Ops whose result depends on their input's dtype and shape only.
 SHAPE_ONLY = frozenset({"OnesLike", "ZerosLike", "Shape", "Size", "Rank"})

@@ -4,7 +4,6 @@ from __future__ import annotations
 import itertools
 import linecache
 
-from graph.node import Node, Tensor
 from exec import kernels as _kernels
 from exec.compiled import runtime
 from exec.compiled.codegen import Source, generate
@@ -12,6 +11,7 @@ from exec.compiled.folding import fold_constants
 from exec.compiled.structure import Call, Loop, Structured, structure
 from exec.compiled.threads import LoadAwareBlas, uses_threaded_blas
 from exec.donation import donatable_slot, exclusive_inputs
+from graph.node import Node, Tensor
 
 _serial = itertools.count(1)
 

@@ -8,8 +8,8 @@ up in the program's line table, and the loop counters are read from the failing 
 """
 from __future__ import annotations
 
-from graph.node import Tensor
 from exec.errors import AssertionFailed, RunError
+from graph.node import Tensor
 
 
 class _Dead:

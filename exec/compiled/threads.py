@@ -11,10 +11,10 @@ threshold for a busy machine (exec/recurrence.py).
 """
 from __future__ import annotations
 
-from graph import shapes as _sh
-from graph.node import Node
 from exec import blas, load
 from exec.recurrence import BUSY_CORES
+from graph import shapes as _sh
+from graph.node import Node
 
 # A matmul of at least this many multiply-adds is worth BLAS threads (and their risk).
 THREADED_FLOPS = 1 << 21

@@ -12,8 +12,8 @@ import sys
 
 import numpy as np
 
-from exec.kernels.registry import kernel
 from exec.kernels.indexing import index_function
+from exec.kernels.registry import kernel
 
 
 def _out(value: np.ndarray):

@@ -1,10 +1,12 @@
 """Control-flow primitives and the builders made of them."""
-from graph.control_flow import primitives  # noqa: F401  (registers the op types)
-from graph.control_flow import stack  # noqa: F401  (StackNew/StackPush/StackPop)
+from graph.control_flow import (
+    primitives,  # noqa: F401  (registers the op types)
+    stack,  # noqa: F401  (StackNew/StackPush/StackPop)
+)
 from graph.control_flow.cond import cond
 from graph.control_flow.contexts import CondContext, WhileContext
-from graph.control_flow.while_loop import while_loop
-from graph.control_flow.tensor_array import TensorArray
 from graph.control_flow.functional import foldl, foldr, map_fn, scan
+from graph.control_flow.tensor_array import TensorArray
+from graph.control_flow.while_loop import while_loop
 
 __all__ = ["cond", "while_loop", "CondContext", "WhileContext", "TensorArray", "scan", "map_fn", "foldl", "foldr"]

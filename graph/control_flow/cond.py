@@ -28,7 +28,7 @@ def cond(pred, true_fn, false_fn, name: str | None = None, names=None):
     pred = convert(pred)
     if pred.dtype != np.bool_ or (pred.shape is not None and pred.shape != ()):
         raise GraphError(f"cond needs a scalar bool predicate, got {pred.dtype}"
-                         f"{_sh.format_shape(pred.shape)} tensor {pred.name}", source)
+                         f"{_sh.format_shape(pred.shape)} tensor: {pred.describe()}", source)
     outer = graph.context
     with graph.name_scope(name or "cond"):
         state = CondState(pred, source)

@@ -138,6 +138,9 @@ class CondContext(_ContextBase):
         where = f" at {self.state.source}" if self.state.source else ""
         return f"the {'true' if self.branch else 'false'} branch of the cond{where}"
 
+    def name_of(self, t: Tensor) -> str | None:
+        return None
+
     def dot_cluster(self) -> DotCluster:
         return DotCluster(self.state, "cond", self.state.source, "#d68910",
                           part="true" if self.branch else "false",
@@ -256,6 +259,15 @@ class WhileContext(_ContextBase):
     def describe(self) -> str:
         where = f" at {self.source}" if self.source else ""
         return f"the while loop{where} (frame {self.frame_name})"
+
+    def name_of(self, t: Tensor) -> str | None:
+        # a loop variable is the output of its Merge and both outputs of its Switch
+        plumbing = self.merges if t.node.op == "Merge" else self.switches if t.node.op == "Switch" else ()
+        for k, node in enumerate(plumbing):
+            if node is t.node and (t.index == 0 or node.op == "Switch"):
+                where = f" of the loop at {self.source.short}" if self.source is not None else ""
+                return f"loop variable {self.loop_var_name(k)}{where}"
+        return None
 
     def dot_cluster(self) -> DotCluster:
         return DotCluster(self, self.frame_name, self.source, "#3b7dd8")

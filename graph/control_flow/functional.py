@@ -23,7 +23,7 @@ def _unstacked(elems, name):
         raise GraphError(f"{name} needs at least one input tensor")
     for t in flat:
         if t.shape is not None and len(t.shape) == 0:
-            raise GraphError(f"{name}: cannot iterate over scalar tensor {t.name}")
+            raise GraphError(f"{name}: cannot iterate over a scalar: {t.describe()}")
     tas = [TensorArray(t.dtype, element_shape=None if t.shape is None else t.shape[1:],
                        name=f"{name}_input").unstack(t) for t in flat]
     static = flat[0].shape[0] if flat[0].shape is not None else None

@@ -22,10 +22,10 @@ from graph.op_registry import register_op, same_as_input
 
 def _check_pred(pred) -> None:
     if pred.dtype is _dt.variant or pred.dtype != np.bool_:
-        raise TypeError(f"a predicate must be a bool tensor, got {pred.dtype} tensor {pred.name}")
+        raise TypeError(f"a predicate must be a bool tensor, got {pred.describe()}, a {pred.dtype} tensor")
     if pred.shape is not None and len(pred.shape) != 0:
         raise ValueError(f"a predicate must be a scalar, got shape {_sh.format_shape(pred.shape)} "
-                         f"({pred.name}); reduce it with graph.any / graph.all")
+                         f"({pred.describe()}); reduce it with graph.any / graph.all")
 
 
 def _switch_infer(inputs, attrs):

@@ -80,7 +80,7 @@ class TensorArraySpec:
                 self.new_node.attrs["dtype"] = value.dtype
         elif value.dtype != self.dtype:
             raise GraphError(f"{what}: TensorArray {self.name!r} holds {self.dtype} elements, got a "
-                             f"{value.dtype} value ({value.name}); cast it first")
+                             f"{value.dtype} value ({value.describe()}); cast it first")
         if self._unset:
             self.element_shape = value.shape
             self._unset = False
@@ -177,7 +177,7 @@ class TensorArray:
         """Writes value[i] at index i for every i along the first axis."""
         value = convert(value)
         if value.shape is not None and len(value.shape) == 0:
-            raise GraphError(f"cannot unstack scalar tensor {value.name} into a TensorArray")
+            raise GraphError(f"cannot unstack a scalar into a TensorArray: {value.describe()}")
         self._spec.learn(_ElementView(value), "unstack")
         return self._new(self._op("TensorArrayUnstack", [value]))
 

@@ -1,14 +1,14 @@
 """Op builders. Importing this package registers every op type."""
-from graph.ops.conversion import constant, convert, static_value
+from graph.ops import numpy_api, tensor_methods  # noqa: F401  (install Tensor's numpy protocols and operators)
+from graph.ops.array import *  # noqa: F401,F403
 from graph.ops.basic import assert_, group, identity, no_op, placeholder, print_, stop_gradient
+from graph.ops.conversion import constant, convert, static_value
+from graph.ops.creation import *  # noqa: F401,F403
+from graph.ops.indexing import *  # noqa: F401,F403
 from graph.ops.math import *  # noqa: F401,F403
 from graph.ops.math import cast, matmul
-from graph.ops.shape_ops import *  # noqa: F401,F403
-from graph.ops.array import *  # noqa: F401,F403
-from graph.ops.creation import *  # noqa: F401,F403
-from graph.ops.reduce import *  # noqa: F401,F403
-from graph.ops.indexing import *  # noqa: F401,F403
 from graph.ops.nn import *  # noqa: F401,F403
 from graph.ops.random import *  # noqa: F401,F403
+from graph.ops.reduce import *  # noqa: F401,F403
+from graph.ops.shape_ops import *  # noqa: F401,F403
 from graph.ops.variables import *  # noqa: F401,F403
-from graph.ops import numpy_api, tensor_methods  # noqa: F401  (install Tensor's numpy protocols and operators)

@@ -17,11 +17,13 @@ from graph.errors import ShapeError
 from graph.node import Tensor
 from graph.op_registry import register_op
 from graph.ops.axes import common_rank, normalize_axis
-from graph.ops.conversion import convert, convert_pair
-from graph.ops.conversion import stack  # joins tensors like concat; defined with convert, which packs lists
+from graph.ops.conversion import (
+    convert,
+    convert_pair,
+    stack,  # joins tensors like concat; defined with convert, which packs lists
+)
 from graph.ops.math import cast
 from graph.ops.shape_ops import shape_dims, shape_tensor, shape_value
-
 
 # --------------------------------------------------------------------------- reshape
 

@@ -48,7 +48,7 @@ def convert(value, dtype=None, like: Tensor | None = None, name: str | None = No
     when compatible (numpy's weak-scalar rule); other values become constants."""
     if isinstance(value, Tensor):
         if dtype is not None and value.dtype != _dt.as_dtype(dtype):
-            raise DTypeError(f"expected a {_dt.as_dtype(dtype)} tensor, got {value.dtype} tensor {value.name}")
+            raise DTypeError(f"expected a {_dt.as_dtype(dtype)} tensor, got {value.describe()}, a {value.dtype} tensor")
         return value
     as_tensor = getattr(value, "_as_graph_tensor", None)
     if as_tensor is not None:

@@ -91,7 +91,7 @@ def parse_index(key) -> tuple[IndexSpec, list[Tensor]]:
             t = convert(v)
             if not _dt.is_integer(t.dtype) or (t.shape is not None and t.shape != ()):
                 raise IndexGraphError(f"slice {what} must be an int or a scalar integer tensor, got "
-                                      f"{t.dtype}{_sh.format_shape(t.shape)} tensor {t.name}")
+                                      f"{t.describe()}, a {t.dtype}{_sh.format_shape(t.shape)} tensor")
             known = static_value(t)
             return int(known) if known is not None else add(t, "scalar")
         try:
@@ -140,7 +140,7 @@ def _tensor_item(k, add):
             raise IndexGraphError("a boolean scalar index is not supported on graph tensors; use graph.where")
         return add(t, "mask")
     if not _dt.is_integer(t.dtype):
-        raise IndexGraphError(f"graph tensor {t.name} of dtype {t.dtype} cannot be used as an index: "
+        raise IndexGraphError(f"{t.describe()}, a {t.dtype} tensor, cannot be used as an index: "
                               "indices must be integers or booleans")
     if t.shape == ():
         known = static_value(t)
@@ -332,7 +332,7 @@ def set_item(x, key, value, name: str | None = None) -> Tensor:
     index, dyn = parse_index(key)
     v = convert(value, like=x)
     if not np.can_cast(v.dtype, x.dtype, casting="same_kind"):
-        raise DTypeError(f"cannot assign a {v.dtype} value into {x.dtype} tensor {x.name}; cast it first")
+        raise DTypeError(f"cannot assign a {v.dtype} value into {x.describe()}, a {x.dtype} tensor; cast it first")
     return make_op("SetItem", [x, v, *dyn], {"index": index}, name=name).outputs[0]
 
 

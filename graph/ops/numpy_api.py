@@ -22,7 +22,6 @@ from graph.ops import shape_ops as S
 from graph.ops.axes import normalize_axis
 from graph.ops.conversion import convert, convert_pair
 
-
 UFUNCS = {
     np.add: M.add, np.subtract: M.sub, np.multiply: M.mul, np.true_divide: M.truediv,
     np.floor_divide: M.floordiv, np.remainder: M.mod, np.power: M.pow, np.maximum: M.maximum,

@@ -78,7 +78,7 @@ def shape_tensor(shape, what: str = "shape") -> Tensor:
     if is_tensor_like(shape):
         t = convert(shape)
         if not _dt.is_integer(t.dtype):
-            raise TypeError(f"{what} must be an integer tensor, got {t.dtype} tensor {t.name}")
+            raise TypeError(f"{what} must be an integer tensor, got {t.describe()}, a {t.dtype} tensor")
         if t.shape is not None and len(t.shape) == 0:
             return stack([cast(t, _INT64)])
         if t.shape is not None and len(t.shape) != 1:

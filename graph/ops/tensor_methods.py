@@ -8,7 +8,7 @@ identity so tensors remain usable as dict keys (e.g. in feed_dict).
 from __future__ import annotations
 
 from graph import shapes as _sh
-from graph.errors import SymbolicBoolError
+from graph.errors import SymbolicIndexError, SymbolicValueError
 from graph.node import Tensor
 from graph.ops import array as _array
 from graph.ops import indexing as _indexing
@@ -29,6 +29,21 @@ def _forward(fn):
 def _reflected(fn):
     def op(self, other):
         return fn(other, self)
+    return op
+
+
+def _multiply(reflected: bool):
+    """`*`, refusing a Python sequence times an integer scalar tensor: Python would repeat the sequence
+    (`[0] * n`, n a Python int argument, which becomes such a tensor), numpy would multiply its items."""
+    def op(self, other):
+        x = convert(self)
+        if isinstance(other, (list, tuple, str)) and x.shape == () and x.dtype.kind in "iu":
+            raise SymbolicIndexError(
+                f"{type(other).__name__} * {x.describe()} (an integer graph scalar): Python repeats a "
+                "sequence an int number of times, numpy multiplies its items, and a graph scalar's value is "
+                "only known when the graph runs. Write np.asarray(seq) * n to multiply the items, or make n "
+                "a Python int (an argument named in transpile.function's static_argnames) to repeat it")
+        return _math.mul(other, x) if reflected else _math.mul(x, other)
     return op
 
 
@@ -70,7 +85,7 @@ def _ne(self, other):
 
 
 def _setitem(self, key, value):
-    raise SymbolicBoolError(
+    raise SymbolicValueError(
         "graph tensors are immutable: `x[i] = v` cannot change one. Use `x = graph.set_item(x, i, v)` "
         "(a new tensor), `variable.assign_at(i, v)` for a Variable, or decorate the function with "
         "@transpile.function, which converts such assignments")
@@ -163,7 +178,7 @@ def _std(self, axis=None, dtype=None, out=None, ddof=0, keepdims=False):
 OPERATORS = {
     "__add__": _forward(_math.add), "__radd__": _reflected(_math.add),
     "__sub__": _forward(_math.sub), "__rsub__": _reflected(_math.sub),
-    "__mul__": _forward(_math.mul), "__rmul__": _reflected(_math.mul),
+    "__mul__": _multiply(reflected=False), "__rmul__": _multiply(reflected=True),
     "__truediv__": _forward(_math.truediv), "__rtruediv__": _reflected(_math.truediv),
     "__floordiv__": _forward(_math.floordiv), "__rfloordiv__": _reflected(_math.floordiv),
     "__mod__": _forward(_math.mod), "__rmod__": _reflected(_math.mod),

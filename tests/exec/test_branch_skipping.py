@@ -329,6 +329,7 @@ def _gradient_graph(prog, order):
 
 def _gradient_programs():
     from hypothesis import strategies as st
+
     from tests.grad import programs as GP
     vec = st.tuples(st.floats(-1.5, 1.5), st.floats(-1.5, 1.5)).map(lambda t: np.round(np.array(t), 3))
     return st.tuples(st.one_of(GP.programs(depth=2), GP.programs(depth=3)), vec, vec, st.sampled_from([1, 2]))

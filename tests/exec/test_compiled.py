@@ -10,8 +10,8 @@ import traceback
 import numpy as np
 import pytest
 
-import graph as G
 import grad
+import graph as G
 from exec import RunError, Session, blas, load
 from exec.compiled import Unstructured, compile_program, prefers_dataflow
 from exec.memory import memory_manager

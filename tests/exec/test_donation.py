@@ -1,8 +1,8 @@
 """Buffer donation: which kernels compute into an input, and that no value anyone reads is overwritten."""
 import numpy as np
 
-import graph as G
 import grad
+import graph as G
 from exec import Session
 
 

@@ -142,7 +142,6 @@ def test_fetching_a_dead_tensor_is_an_error():
     with g.as_default():
         p = G.placeholder(np.bool_, [])
         x = G.constant(1.0)
-        from graph.control_flow.contexts import CondState
         sw = g.create_node("Switch", [x, p])
         y = G.add(sw.outputs[1], 1.0)
     assert Session(g).run(y, {p: True}) == 2.0

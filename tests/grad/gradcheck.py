@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import numpy as np
 
-import graph
 import grad
+import graph
 from exec import Session
 
 

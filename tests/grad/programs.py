@@ -35,8 +35,8 @@ from __future__ import annotations
 import numpy as np
 from hypothesis import strategies as st
 
-import graph
 import grad
+import graph
 
 VARS = ("a", "b")
 LOSS_WEIGHTS = {"a": np.array([0.7, -1.1]), "b": np.array([0.4, 0.9])}

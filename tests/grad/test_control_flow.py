@@ -2,8 +2,8 @@
 import numpy as np
 import pytest
 
-import graph
 import grad
+import graph
 from exec import Session
 from graph.errors import GraphError
 from tests.grad.gradcheck import check_gradients

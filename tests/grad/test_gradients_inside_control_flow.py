@@ -3,8 +3,8 @@ what to write instead (never a silent zero)."""
 import numpy as np
 import pytest
 
-import graph
 import grad
+import graph
 import transpile
 from exec import Session
 from graph.errors import GraphError

@@ -4,8 +4,8 @@ order, whatever the trip count (zero too) and the rows per iteration."""
 import numpy as np
 import pytest
 
-import graph as G
 import grad
+import graph as G
 from exec import Session
 from exec.memory import memory_manager
 

@@ -2,8 +2,8 @@
 import numpy as np
 import pytest
 
-import graph
 import grad
+import graph
 from exec import Session
 from exec.memory import memory_manager
 from graph.control_flow.stack import stack_of

@@ -6,11 +6,11 @@ import warnings
 import numpy as np
 import pytest
 
-import graph
 import grad
+import graph
 from exec import Session
-from graph.errors import GraphError
 from grad import NonDifferentiableWarning
+from graph.errors import GraphError
 
 S = graph.reduce_sum
 

@@ -14,8 +14,8 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-import graph
 import grad
+import graph
 from exec import Session
 from graph.errors import GraphError
 from tests.grad import programs as P

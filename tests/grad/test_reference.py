@@ -10,8 +10,8 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
-import graph
 import grad
+import graph
 from exec import Session
 
 X0 = [1.0, 2.0, 3.0]

@@ -4,10 +4,10 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
-import graph
 import grad
+import graph
 from exec import Session
-from tests.grad.test_reference import CASES, X0, W0
+from tests.grad.test_reference import CASES, W0, X0
 
 
 class Taylor:

@@ -17,7 +17,7 @@ def test_cond_switches_captured_tensors_lazily_once_each():
     g = G.Graph()
     with g.as_default():
         p = G.placeholder(np.bool_, [])
-        a, b, unused = G.constant(1.0), G.constant(2.0), G.constant(3.0)
+        a, b, _unused = G.constant(1.0), G.constant(2.0), G.constant(3.0)
         out = G.cond(p, lambda: G.add(G.add(a, b), a), lambda: G.mul(b, b))
     switched = [n.inputs[0].node for n in g.nodes if n.op == "Switch"]
     assert sorted(x.name for x in switched) == sorted([a.node.name, b.node.name])
@@ -73,7 +73,7 @@ def test_while_loop_structure_change_is_an_error():
 def test_while_loop_relaxes_changing_shapes():
     g = G.Graph()
     with g.as_default():
-        ta = G.TensorArray(np.float64, element_shape=[None])
+        _ta = G.TensorArray(np.float64, element_shape=[None])
         x = G.placeholder(np.float64, [1])
         # x grows by broadcasting against a [2, 1] constant: rank changes, so the shape relaxes
         i, y = G.while_loop(lambda i, y: G.less(i, 1), lambda i, y: (G.add(i, 1), G.mul(y, np.ones((2, 1)))),

@@ -3,8 +3,8 @@ assigns (anywhere inside it, conds and nested loops included) is read in every i
 program order with the assignments."""
 import numpy as np
 
-import graph as G
 import grad
+import graph as G
 import transpile
 from exec import Session
 

@@ -1,11 +1,14 @@
 """Python protocols that need a concrete value (`bool`, iteration, `len`, `in`, indexing with, numbers,
 numpy conversion, item assignment) fail on a symbolic tensor with an error that names it, the user's
 line, and what to use instead; `len` works when the first dimension is known."""
+import sys
+
 import numpy as np
 import pytest
 
 import graph as G
-from graph.errors import SymbolicBoolError
+from graph.errors import SymbolicBoolError, SymbolicIndexError, SymbolicValueError
+
 
 def _unpack(t):
     a, b, c = t
@@ -33,17 +36,52 @@ def test_protocol_error_names_the_tensor_the_line_and_the_way_out(what):
     fn, texts = CASES[what]
     with G.Graph().as_default():
         t = G.placeholder(np.float32, [3], name="weights")
-        with pytest.raises(SymbolicBoolError) as info:
+        with pytest.raises(SymbolicValueError) as info:
             fn(t)
     msg = str(info.value)
     assert isinstance(info.value, TypeError)  # what Python code expects from such protocols
     assert "test_python_protocols.py:" in msg, msg
     for text in texts:
         assert text in msg, (text, msg)
-    if what != "t[i] = v":
-        assert ":0" in msg  # the tensor it is about
+    if what != "t[i] = v":  # the tensor it is about, in the user's terms
+        assert "input '" in msg or "the value computed at test_python_protocols.py:" in msg, msg
+        assert ":0" not in msg
+    kind = SymbolicIndexError if what in ("index", "len of unknown dim") else \
+        SymbolicBoolError if what in ("if t", "while/and/or", "unpacking", "list()", "a, b, c = t", "x in t") else \
+        SymbolicValueError
+    assert isinstance(info.value, kind)
 
 
 def test_len_is_the_static_first_dimension():
     with G.Graph().as_default():
         assert len(G.placeholder(np.float32, [4, None])) == 4
+
+
+def test_errors_describe_a_tensor_in_the_users_terms():
+    g = G.Graph()
+    with g.as_default():
+        n = G.placeholder(np.int64, [], name="n")
+        seen = {}
+
+        def body(i, s):
+            seen["i"], seen["n"] = i, n + 0   # a loop variable; a value computed from a captured input
+            return G.cond(s > 0, lambda: (i + 1, s), lambda: (i + 1, n * 1))
+        line = sys._getframe().f_lineno + 1
+        i, s = G.while_loop(lambda i, s: i < n, body, (G.constant(0), n), names=("i", "s"))
+    assert n.describe() == "input 'n'"
+    assert seen["i"].describe() == f"loop variable 'i' of the loop at test_python_protocols.py:{line}"
+    assert i.describe() == seen["i"].describe()   # after the loop (through its Exit), the same variable
+    assert seen["n"].describe() == f"the value computed at test_python_protocols.py:{line - 3}"
+    captured = next(nd for nd in g.nodes if nd.op == "Enter" and nd.inputs[0] is n).outputs[0]
+    assert captured.describe() == "input 'n'"   # a loop constant is the value it brings in
+
+
+def test_a_sequence_times_an_integer_scalar_tensor_is_refused_not_broadcast():
+    with G.Graph().as_default():
+        n = G.placeholder(np.int64, [], name="n")
+        for repeat in (lambda: [0.0] * n, lambda: n * (1, 2), lambda: "ab" * n):
+            with pytest.raises(SymbolicIndexError, match="Python repeats a sequence"):
+                repeat()
+        x = G.placeholder(np.float32, [2], name="x")
+        assert (x * [1.0, 2.0]).shape == (2,)   # an array times a list stays numpy's elementwise product
+        assert ([1.0, 2.0] * G.cast(n, np.float64)).shape == (2,)

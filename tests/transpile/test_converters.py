@@ -6,9 +6,22 @@ import numpy as np
 import pytest
 
 from transpile import conversion, liveness
-from transpile.converters import (asserts, break_statements, call_trees, conditional_expressions, conditionals,
-                                  continue_statements, dead_flags, guard_clauses, lists, logical_expressions, loops,
-                                  return_statements, slices, variables)
+from transpile.converters import (
+    asserts,
+    break_statements,
+    call_trees,
+    conditional_expressions,
+    conditionals,
+    continue_statements,
+    dead_flags,
+    guard_clauses,
+    lists,
+    logical_expressions,
+    loops,
+    return_statements,
+    slices,
+    variables,
+)
 from transpile.converters.base import Context
 from transpile.naming import Namer
 

@@ -11,6 +11,7 @@ import pytest
 
 import transpile
 from exec import RunError
+from graph.errors import SymbolicIndexError
 
 V = np.array([1.0, -2.0, 3.0])
 
@@ -153,6 +154,31 @@ def bool_vs_float_branches(x):
     return r
 
 
+LIMITS = [1.0, 2.0]
+
+
+def list_indexed_by_argument(x, n):
+    return LIMITS[n] * x  # <- error
+
+
+def list_indexed_by_loop_variable(x, n):
+    s = 0.0
+    i = 0
+    while i < n:
+        s = s + LIMITS[i] * x  # <- error
+        i += 1
+    return s
+
+
+def list_repeated_by_argument(n):
+    return [0.0] * n  # <- error
+
+
+def assert_without_message(x):
+    assert x.sum() > len(LIMITS)  # <- error
+    return x
+
+
 CASES = [
     # (function, args, static_argnames, exception type, text that must appear)
     (one_sided, (1.0,), (), transpile.ConditionallyDefinedError,
@@ -182,6 +208,15 @@ CASES = [
     (print_to_file, (V,), (), transpile.StagingError, "file="),
     (loop_carries_changing_string, (3,), (), transpile.StagingError, "variable 'label' is a str before the graph loop"),
     (bool_vs_float_branches, (1.0,), (), transpile.StagingError, "has dtype bool in the true branch"),
+    # errors name the user's argument or variable, never a graph node (`n:0`, `while/Switch_4:1`)
+    (list_indexed_by_argument, (1.0, 1), (), SymbolicIndexError,
+     "input 'n' (an int64[] graph tensor) cannot be used as a Python index"),
+    (list_indexed_by_loop_variable, (1.0, 2), (), SymbolicIndexError,
+     "loop variable 'i' of the loop at test_errors.py:{def_line_plus_3} (an int64[] graph tensor) cannot be used "
+     "as a Python index"),
+    (list_repeated_by_argument, (2,), (), SymbolicIndexError, "list * input 'n' (an integer graph scalar)"),
+    # the message of an assert without one is its test, to the last character
+    (assert_without_message, (V,), (), RunError, "assertion failed: x.sum() > len(LIMITS)\n"),
 ]
 
 

@@ -1,6 +1,5 @@
 """Classes defined inside a converted function: their bodies are left as written (no crash in the
 analyses), and their methods are converted when called, so tensor control flow in them works."""
-import numpy as np
 import pytest
 
 import transpile

@@ -1,7 +1,8 @@
 """Turns `assert` statements into `ag.assert_stmt` calls (a graph Assert for tensor tests)."""
 from __future__ import annotations
 
-import astor
+import ast
+
 import gast
 
 from transpile import ast_util as A
@@ -33,8 +34,9 @@ class Asserts(Converter):
 
 
 def _source(expr) -> str:
-    return astor.to_source(gast.gast_to_ast(expr)).strip().strip("()") if not isinstance(expr, gast.Name) \
-        else expr.id
+    """The test's code as the message of an assertion without one (`ast.unparse` adds no parentheses
+    around the whole expression, so none need stripping: the message ends as the test does)."""
+    return ast.unparse(gast.gast_to_ast(expr))
 
 
 def transform(fn_node, ctx: Context):

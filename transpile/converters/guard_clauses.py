@@ -4,7 +4,7 @@ from __future__ import annotations
 import gast
 
 from transpile import ast_util as A
-from transpile.converters.base import Context, FUNCTIONS, move_rest_into_branches
+from transpile.converters.base import FUNCTIONS, Context, move_rest_into_branches
 
 EXITS = (gast.Return, gast.Raise, gast.Break, gast.Continue)
 

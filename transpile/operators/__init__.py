@@ -52,8 +52,16 @@ from transpile.operators.py_builtins import abs_, bool_, float_, int_, isinstanc
 from transpile.operators.staging import StagingError
 from transpile.operators.statements import FormattedText, assert_stmt, fmt, fstr, print_
 from transpile.operators.trace_state import is_tracing, tracing
-from transpile.operators.values import (ConditionallyDefinedError, MaybeDefined, PartiallyDefined, Undefined,
-                                        UndefinedReturn, ld, to_global, undefined_return)
+from transpile.operators.values import (
+                                        ConditionallyDefinedError,
+                                        MaybeDefined,
+                                        PartiallyDefined,
+                                        Undefined,
+                                        UndefinedReturn,
+                                        ld,
+                                        to_global,
+                                        undefined_return,
+)
 
 __all__ = [
     # control flow

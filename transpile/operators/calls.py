@@ -26,8 +26,18 @@ from transpile.operators.iterables import enumerate_, range_, zip_
 from transpile.operators.list_items import append_at
 from transpile.operators.logical import and_, not_, or_
 from transpile.operators.loops import for_stmt, while_stmt
-from transpile.operators.py_builtins import (BUILTIN_FUNCTIONS, abs_, bool_, float_, int_, isinstance_, len_,
-                                             max_, min_, sum_)
+from transpile.operators.py_builtins import (
+    BUILTIN_FUNCTIONS,
+    abs_,
+    bool_,
+    float_,
+    int_,
+    isinstance_,
+    len_,
+    max_,
+    min_,
+    sum_,
+)
 from transpile.operators.staging import StagingError
 from transpile.operators.statements import assert_stmt, fmt, fstr, print_
 from transpile.operators.trace_state import trace_state

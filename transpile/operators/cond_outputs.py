@@ -8,10 +8,28 @@ import graph
 from graph import nest
 from graph.errors import SourceLocation
 from transpile.operators.data_structures import array_of, as_tensor_list, learn_elements
-from transpile.operators.encoding import (LIST_HANDLE, builder_paths, list_paths, replace_at, spec_of, stand_in,
-                                          value_at, zeros_like_spec)
-from transpile.operators.leaves import (cast_leaves, describe, has_graph_values, is_composite, is_convertible,
-                                        is_numeric, is_weak, leaf_dtype, same_leaves, variable_label)
+from transpile.operators.encoding import (
+    LIST_HANDLE,
+    builder_paths,
+    list_paths,
+    replace_at,
+    spec_of,
+    stand_in,
+    value_at,
+    zeros_like_spec,
+)
+from transpile.operators.leaves import (
+    cast_leaves,
+    describe,
+    has_graph_values,
+    is_composite,
+    is_convertible,
+    is_numeric,
+    is_weak,
+    leaf_dtype,
+    same_leaves,
+    variable_label,
+)
 from transpile.operators.staging import Promote, StagingError, learn_weak_numbers_first, warn_at_user_line
 from transpile.operators.trace_state import trace_state
 from transpile.operators.values import MaybeDefined, PartiallyDefined, Undefined, UndefinedReturn, one_sided_message

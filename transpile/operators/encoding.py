@@ -12,8 +12,14 @@ import graph
 from graph import nest
 from graph.node import Tensor
 from transpile.operators.data_structures import TensorList, empty_array_like, list_builder
-from transpile.operators.leaves import (is_composite, is_convertible, is_flat_numeric_list, is_numeric, is_tensor,
-                                        leaf_dtype)
+from transpile.operators.leaves import (
+    is_composite,
+    is_convertible,
+    is_flat_numeric_list,
+    is_numeric,
+    is_tensor,
+    leaf_dtype,
+)
 from transpile.operators.staging import StagingError
 from transpile.operators.values import MaybeDefined
 

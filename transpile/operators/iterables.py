@@ -155,7 +155,7 @@ def _static_equals(t: Tensor, value) -> bool:
 class TensorSource(Source):
     def __init__(self, t: Tensor):
         if t.shape is not None and len(t.shape) == 0:
-            raise StagingError(f"cannot iterate over a scalar tensor ({t.name})")
+            raise StagingError(f"cannot iterate over a scalar: {t.describe()} has shape []")
         self.t = t
         self.array = graph.TensorArray(t.dtype, element_shape=None if t.shape is None else t.shape[1:],
                                        name="for_items").unstack(t)

@@ -11,11 +11,28 @@ from graph import nest
 from graph.node import Tensor
 from transpile.operators.arrays import MutableArray
 from transpile.operators.data_structures import ElementProbe, TensorList, as_tensor_list, list_builder
-from transpile.operators.encoding import (added_keys, insert_at, list_paths, replace_at, spec_of, value_at,
-                                          zeros_like_spec)
-from transpile.operators.leaves import (cast_leaves, convert_leaf, describe, is_composite, is_convertible,
-                                        is_flat_numeric_list, is_numeric, is_weak, leaf_dtype, same_leaves,
-                                        variable_label)
+from transpile.operators.encoding import (
+    added_keys,
+    insert_at,
+    list_paths,
+    replace_at,
+    spec_of,
+    value_at,
+    zeros_like_spec,
+)
+from transpile.operators.leaves import (
+    cast_leaves,
+    convert_leaf,
+    describe,
+    is_composite,
+    is_convertible,
+    is_flat_numeric_list,
+    is_numeric,
+    is_weak,
+    leaf_dtype,
+    same_leaves,
+    variable_label,
+)
 from transpile.operators.staging import StagingError
 from transpile.operators.values import MaybeDefined, PartiallyDefined, Undefined, UndefinedReturn
 

@@ -10,17 +10,39 @@ from transpile.operators.arrays import journal_mark, undo_writes
 from transpile.operators.carried_state import CarriedWrites
 from transpile.operators.conditionals import graph_cond
 from transpile.operators.data_structures import ElementsUnknown, TensorList, list_builder, list_truth, stacked_list
-from transpile.operators.encoding import (builder_paths, fresh_containers, pack_result, replace_at, unpack_outputs,
-                                          value_at)
+from transpile.operators.encoding import (
+    builder_paths,
+    fresh_containers,
+    pack_result,
+    replace_at,
+    unpack_outputs,
+    value_at,
+)
 from transpile.operators.iterables import RangeSource, Source, graph_source
 from transpile.operators.leaves import describe, is_convertible, is_tensor, variable_label
-from transpile.operators.loop_vars import (ElementInference, body_output, dtype_changed, initial_mode, initial_value,
-                                          joined_dtypes, weak_fixups, weak_probes)
-from transpile.operators.staging import (Promote, Retry, StagingError, anchor_effects, build_until_settled,
-                                         learn_weak_numbers_first, predicate, warn_at_user_line)
+from transpile.operators.loop_vars import (
+    ElementInference,
+    body_output,
+    dtype_changed,
+    initial_mode,
+    initial_value,
+    joined_dtypes,
+    weak_fixups,
+    weak_probes,
+)
+from transpile.operators.staging import (
+    Promote,
+    Retry,
+    StagingError,
+    anchor_effects,
+    build_until_settled,
+    learn_weak_numbers_first,
+    predicate,
+    warn_at_user_line,
+)
 from transpile.operators.trace_state import LoopFrame, trace_state, trial_build
-from transpile.operators.values import MaybeDefined
 from transpile.operators.uncatchable import refuse_if_caught
+from transpile.operators.values import MaybeDefined
 
 _UNROLL_WARNING_ITERATIONS = 1000
 _warned_unrolled: set = set()  # code objects of loop bodies already warned about

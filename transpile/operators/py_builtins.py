@@ -28,7 +28,7 @@ def len_(x):
     if is_tensor(x):
         t = graph.convert(x)
         if t.shape is not None and len(t.shape) == 0:
-            raise TypeError(f"len() of a scalar tensor ({t.name})")
+            raise TypeError(f"len() of a scalar: {t.describe()} has shape []")
         if t.shape is not None and t.shape[0] is not None:
             return t.shape[0]
         return graph.shape(t)[0]
