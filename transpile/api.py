@@ -13,8 +13,6 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-import numpy as np
-
 import graph
 import graph.errors
 import graph.onnx
