@@ -1,5 +1,5 @@
 """Runs graphs: kernels, the frame-tagged executor, sessions."""
-from exec.errors import NoProgressError, RunError
+from exec.errors import IterationLimitExceeded, NoProgressError, RunError, RunInterrupted
 from exec.session import Session
 
-__all__ = ["Session", "RunError", "NoProgressError"]
+__all__ = ["Session", "RunError", "NoProgressError", "IterationLimitExceeded", "RunInterrupted"]

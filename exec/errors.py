@@ -26,3 +26,20 @@ class RunError(RuntimeError):
 
 class NoProgressError(RuntimeError):
     """The run stopped with work pending that can never become ready."""
+
+
+class IterationLimitExceeded(RuntimeError):
+    """Raised by a loop's iteration check: its condition still held after its `iteration_limit`
+    iterations (graph.while_loop; `maximum_iterations` in transpile). Reported as a RunError."""
+
+
+class RunInterrupted(KeyboardInterrupt):
+    """Ctrl-C (SIGINT) stopped a run. Says where the run was: the loop (the user's file:line) and its
+    iteration. It is a KeyboardInterrupt, so it stops a program as Ctrl-C does; no kernel runs
+    after it is raised, and each Variable holds the value of the last write that ran."""
+
+
+def interrupted_message(where: str) -> str:
+    """RunInterrupted's message; `where` names the loops and iterations the run was in ("" if none)."""
+    return (f"the run was interrupted (Ctrl-C){' ' + where if where else ''}; no kernel of it runs after this, "
+            "and each Variable holds the value of the last write that ran")

@@ -43,7 +43,7 @@ from queue import SimpleQueue
 import numpy as np
 
 from exec import blas, load
-from exec.errors import AssertionFailed, NoProgressError, RunError
+from exec.errors import AssertionFailed, NoProgressError, RunError, RunInterrupted, interrupted_message
 from exec.node_kinds import (
     COND_SWITCH,
     DIRECT,
@@ -159,7 +159,10 @@ class _Run:
         for i, k in self.plan.feeds:
             append((i, root, (feed_values[k],), False))
         root.outstanding = len(self.ready)
-        error = self._loop()
+        try:
+            error = self._loop()
+        except KeyboardInterrupt as interrupt:
+            raise self._interrupted(interrupt) from None
         if error is not None:
             # let in-flight pool work drain so no thread touches this run afterwards
             while self.inflight:
@@ -168,6 +171,21 @@ class _Run:
             i, it, exc = error
             raise _run_error(self.plan, i, it, exc) from exc
         return self._fetched()
+
+    def _interrupted(self, interrupt: KeyboardInterrupt) -> RunInterrupted:
+        """Ctrl-C during `_loop`, as a RunInterrupted saying which node and iteration the scheduler was at,
+        once the pool jobs in flight are done (no kernel of this run runs after it is raised)."""
+        # the scheduler keeps its state in local variables (for speed): read them from its frame
+        tb, state = interrupt.__traceback__, {}
+        while tb is not None and not state:
+            if tb.tb_frame.f_code is _Run._loop.__code__:
+                state = tb.tb_frame.f_locals
+            tb = tb.tb_next
+        for _ in range(state.get("inflight", 0)):
+            self.completions.get()
+        i, it = state.get("i"), state.get("it")
+        where = describe_tag(self.plan.nodes[i], it) if i is not None and it is not None else ""
+        return RunInterrupted(interrupted_message(where))
 
     def _loop(self) -> tuple | None:
         """Fires queued nodes until nothing is left to run. Returns (node, iteration, exception) of

@@ -1,6 +1,17 @@
 """Dataflow graphs with in-graph control flow (Switch/Merge/Enter/Exit/NextIteration)."""
 from graph import dtypes, nest
-from graph.control_flow import CondContext, TensorArray, WhileContext, cond, foldl, foldr, map_fn, scan, while_loop
+from graph.control_flow import (
+    CondContext,
+    TensorArray,
+    WhileContext,
+    cond,
+    foldl,
+    foldr,
+    map_fn,
+    scan,
+    set_iteration_limit,
+    while_loop,
+)
 from graph.core import (
                         Checkpoint,
                         Graph,

@@ -43,6 +43,7 @@ class Graph:
         self._context: ControlFlowContext | None = None
         self._control_deps: list[list[Node]] = []
         self._device_stack: list[str] = []
+        self._iteration_limits: list[int | None] = []
         self._last_effect: dict[ControlFlowContext | None, Node] = {}
         self._version = 0
         self.variables: dict[str, Any] = {}  # name -> graph.ops.variables.Variable
@@ -101,6 +102,21 @@ class Graph:
             yield
         finally:
             self._device_stack.pop()
+
+    @contextlib.contextmanager
+    def iteration_limit(self, limit: int | None):
+        """While loops built inside get `iteration_limit=limit` (see `graph.while_loop`) unless they set
+        their own: a run in which such a loop's condition still holds after `limit` iterations fails."""
+        self._iteration_limits.append(limit)
+        try:
+            yield
+        finally:
+            self._iteration_limits.pop()
+
+    @property
+    def default_iteration_limit(self) -> int | None:
+        """The `iteration_limit` of the innermost `iteration_limit` block, or None."""
+        return self._iteration_limits[-1] if self._iteration_limits else None
 
     @property
     def has_control_dependencies(self) -> bool:

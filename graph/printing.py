@@ -88,7 +88,7 @@ def _line_title(loc: SourceLocation) -> str:
     return title + (f"\n{code}" if code else "")
 
 
-def construct_title(style: DotCluster) -> str:
+def _construct_title(style: DotCluster) -> str:
     """`while  rnn.py:123` and the code on that line: what a loop's or cond's cluster says."""
     return f"{style.kind}  {_line_title(style.location)}" if style.location is not None else style.kind
 
@@ -176,7 +176,7 @@ class _Layout:
         for construct, part in self.chain[n]:
             if id(construct) not in self._open:
                 style = self.construct_style[id(construct)]
-                return tuple(levels), _Box(("construct", id(construct)), construct_title(style), style.color, "box3d")
+                return tuple(levels), _Box(("construct", id(construct)), _construct_title(style), style.color, "box3d")
             levels.append(("construct", id(construct)))
             if part:
                 levels.append(("part", id(construct), part))
@@ -190,7 +190,7 @@ class _Layout:
         """The label and colour of a cluster level."""
         style = self.construct_style[level[1]]
         if level[0] == "construct":
-            return construct_title(style), style.color
+            return _construct_title(style), style.color
         return f"{level[2]} branch", self.part_color[level[1:]]
 
 

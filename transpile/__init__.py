@@ -10,7 +10,7 @@ traces a graph per input signature and runs it with the executor.
 """
 from transpile.api import Function, SavedFunction, convert, do_not_convert, export_onnx, function, load, to_code
 from transpile.errors import ConversionError
-from transpile.operators import ConditionallyDefinedError, StagingError
+from transpile.operators import ConditionallyDefinedError, StagingError, loop_options
 
 __all__ = ["function", "Function", "convert", "to_code", "do_not_convert", "load", "SavedFunction", "export_onnx",
-           "ConversionError", "StagingError", "ConditionallyDefinedError"]
+           "loop_options", "ConversionError", "StagingError", "ConditionallyDefinedError"]

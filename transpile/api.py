@@ -159,12 +159,25 @@ class Function:
     compiled Python code where they can (`compiled_code` shows it), "dataflow"
     on the frame-tagged executor. A call whose arguments fit the trace it used
     last goes straight to that trace (transpile/fast_calls.py).
+
+    `maximum_iterations` guards every graph loop its traces build (the loops of
+    the functions it calls included): a run in which a loop's condition still
+    holds after that many iterations fails with a RunError naming the loop (its
+    file:line) and the limit, instead of running on. A loop's body can set its
+    own with `transpile.loop_options(maximum_iterations=...)`. Ctrl-C during a
+    call stops it with exec.RunInterrupted, which names the loop and iteration
+    the run was in.
     """
 
-    def __init__(self, fn, static_argnames=(), relax_shapes: bool = False, mode: str = "auto"):
+    def __init__(self, fn, static_argnames=(), relax_shapes: bool = False, mode: str = "auto",
+                 maximum_iterations: int | None = None):
         if mode not in MODES:
             raise ValueError(f"mode must be one of {', '.join(map(repr, MODES))}, got {mode!r}")
+        if maximum_iterations is not None and (isinstance(maximum_iterations, bool) or maximum_iterations < 0
+                                               or int(maximum_iterations) != maximum_iterations):
+            raise ValueError(f"maximum_iterations must be an int >= 0, got {maximum_iterations!r}")
         self.mode = mode
+        self.maximum_iterations = None if maximum_iterations is None else int(maximum_iterations)
         self._fast = None  # the fast call of the trace the last general-path call ran
         if isinstance(fn, Function):
             fn = fn.python_function
@@ -224,7 +237,7 @@ class Function:
 
     def _copy(self) -> "Function":
         return Function(self.python_function, static_argnames=self.static_argnames, relax_shapes=self.relax_shapes,
-                        mode=self.mode)
+                        mode=self.mode, maximum_iterations=self.maximum_iterations)
 
     def __call__(self, *args, **kwargs):
         if operators.is_tracing():
@@ -375,7 +388,8 @@ class Function:
         capture = state.captures = captured_state.StateCapture(values, self._relaxed_captures)
         state.writes = []
         try:
-            with graph.variable_creator_scope(scope.create), g.as_default(), operators.tracing():
+            with graph.variable_creator_scope(scope.create), g.as_default(), \
+                    g.iteration_limit(self.maximum_iterations), operators.tracing():
                 capture.add_callable(self.python_function)
                 bound_to = getattr(self.python_function, "__self__", None)
                 if bound_to is not None or not isinstance(self.python_function, types.FunctionType):
@@ -582,12 +596,15 @@ def _finish_outputs(out):
     return walk(out)
 
 
-def function(fn=None, *, static_argnames=(), relax_shapes: bool = False, mode: str = "auto"):
+def function(fn=None, *, static_argnames=(), relax_shapes: bool = False, mode: str = "auto",
+             maximum_iterations: int | None = None):
     """Decorator: `@transpile.function` or `@transpile.function(static_argnames=("n",), relax_shapes=True,
-    mode="compiled")` (see Function)."""
+    mode="compiled", maximum_iterations=100_000)` (see Function)."""
+    options = dict(static_argnames=static_argnames, relax_shapes=relax_shapes, mode=mode,
+                   maximum_iterations=maximum_iterations)
     if fn is None:
-        return lambda f: Function(f, static_argnames=static_argnames, relax_shapes=relax_shapes, mode=mode)
-    return Function(fn, static_argnames=static_argnames, relax_shapes=relax_shapes, mode=mode)
+        return lambda f: Function(f, **options)
+    return Function(fn, **options)
 
 
 # --------------------------------------------------------------------------- saved traces and ONNX export

@@ -73,6 +73,7 @@ class _Emitter:
         self.constants: dict = {}    # (dtype, value) of a scalar constant -> global name
         self.line_nodes: dict = {}
         self.counters: list = []  # (counter, frame name) of the loops being written, outermost first
+        self.loop_lines: list = []  # (first line, last line, counter, loop context) of each loop written
         self.read: set = set()
         self.scalars: set = set()    # variables that only ever hold scalars: never worth a `del`
 
@@ -253,9 +254,11 @@ class _Emitter:
                 lines.append(_INDENT * depth + f"{m} = {v}")
             lines.append(_INDENT * depth + f"{counter} = 0")
             lines.append(_INDENT * depth + "while True:" + where)
+            first = len(lines)
             self.counters.append((counter, s.frame.name))
             self.block(level, lines, depth + 1, params=set(merges), rebound=back)
             self.counters.pop()
+            self.loop_lines.append((first, len(lines), counter, s.context))
         return self.stmt(s.guard, uses, set(merges) | exits, write)
 
     # -- blocks --------------------------------------------------------------------------------
@@ -409,7 +412,8 @@ def generate(program: Structured, name: str, kernel_of: Callable, constant_of: C
 
     `kernel_of(node)` is the callable a node's line calls, `constant_of(node)` a Const's value,
     `folded` the values computed at compile time ((node id, port) -> value: constants too);
-    `helpers` are the runtime names the code uses besides (DEAD, failed, dead, FETCHES, LINES).
+    `helpers` are the runtime names the code uses besides (DEAD, failed, interrupted, dead, FETCHES, LINES,
+    LOOPS).
     """
     e = _Emitter(program, kernel_of, constant_of, helpers, folded)
     e.coalesce(program.steps, _reads(program))
@@ -440,7 +444,10 @@ def generate(program: Structured, name: str, kernel_of: Callable, constant_of: C
     e.block(stmts, lines, 2, params=set(params))
     lines.append(_INDENT + "except Exception as error:")
     lines.append(_INDENT * 2 + "raise failed(error, LINES)")
+    lines.append(_INDENT + "except KeyboardInterrupt as interrupt:")
+    lines.append(_INDENT * 2 + "raise interrupted(interrupt, LOOPS) from None")
     e.globals["LINES"] = e.line_nodes
+    e.globals["LOOPS"] = e.loop_lines
     return Source("\n".join(lines) + "\n", name, e.globals, e.line_nodes)
 
 

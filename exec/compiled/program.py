@@ -51,7 +51,7 @@ def compile_program(fetches: list[Tensor], targets: list[Node], feeds: list[Tens
     serial = next(_serial)
     filename = f"<compiled {name} #{serial}>"
     helpers = {"DEAD": runtime.DEAD, "dead": runtime.dead, "failed": runtime.failed,
-               "FETCHES": list(fetches)}
+               "interrupted": runtime.interrupted, "FETCHES": list(fetches)}
     source = generate(program, name, kernel_of, constant_of, helpers, folded)
     code = compile(source.text, filename, "exec")
     linecache.cache[filename] = (len(source.text), None, source.text.splitlines(keepends=True), filename)

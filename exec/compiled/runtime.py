@@ -8,7 +8,7 @@ up in the program's line table, and the loop counters are read from the failing 
 """
 from __future__ import annotations
 
-from exec.errors import AssertionFailed, RunError
+from exec.errors import AssertionFailed, RunError, RunInterrupted, interrupted_message
 from graph.node import Tensor
 
 
@@ -47,6 +47,20 @@ def failed(error: Exception, lines: dict) -> Exception:
     run_error = RunError(message, node, where, error)
     run_error.__cause__ = error
     return run_error
+
+
+def interrupted(interrupt: KeyboardInterrupt, loops: list) -> RunInterrupted:
+    """Ctrl-C in a compiled program, as a RunInterrupted naming the loops the program was in and their
+    iterations (`loops`: (first line, last line, counter variable, loop context) of each loop it writes;
+    the counters are read from the interrupted frame)."""
+    tb = interrupt.__traceback__
+    if tb is None:
+        return RunInterrupted(interrupted_message(""))
+    line, local = tb.tb_lineno, tb.tb_frame.f_locals
+    around = sorted((loop for loop in loops if loop[0] <= line <= loop[1]), key=lambda loop: -loop[0])
+    where = ", ".join(f"in iteration {int(local[counter])} of {ctx.describe() if ctx is not None else 'a loop'}"
+                      for _, _, counter, ctx in around if counter in local)
+    return RunInterrupted(interrupted_message(where))
 
 
 def describe_iterations(node, iterations: list[tuple[int, str]]) -> str:

@@ -1,11 +1,11 @@
-"""Sources and plumbing: Const, Placeholder, Identity, NoOp, StopGradient, Print, Assert."""
+"""Sources and plumbing: Const, Placeholder, Identity, NoOp, StopGradient, Print, Assert, CheckIterationLimit."""
 from __future__ import annotations
 
 import sys
 
 import numpy as np
 
-from exec.errors import AssertionFailed
+from exec.errors import AssertionFailed, IterationLimitExceeded
 from exec.kernels.registry import kernel
 
 
@@ -71,3 +71,17 @@ def _assert(node, rt):
             raise AssertionFailed(message + (f" (data: {shown})" if data else ""))
         return None
     return assert_
+
+
+@kernel("CheckIterationLimit")
+def _check_iteration_limit(node, rt):
+    limit, loop = node.attrs["limit"], node.attrs["loop"]
+
+    def check(pred, iteration):
+        if pred and iteration >= limit:
+            raise IterationLimitExceeded(
+                f"{loop} ran {limit} iterations, its iteration limit (maximum_iterations), and its condition "
+                "still holds: raise the limit if the loop needs more iterations, or check that its condition "
+                "can become false")
+        return pred
+    return check

@@ -151,7 +151,7 @@ class WhileContext(_ContextBase):
     """One while loop: its frame, its plumbing nodes and its captured constants."""
 
     def __init__(self, frame_name: str, parallel_iterations: int, outer, source, names=None,
-                 swap_memory: bool = False, maximum_iterations=None):
+                 swap_memory: bool = False, maximum_iterations=None, iteration_limit: int | None = None):
         self.frame_name = frame_name
         self.parallel_iterations = parallel_iterations
         self.outer = outer
@@ -159,6 +159,8 @@ class WhileContext(_ContextBase):
         self.names = names
         self.swap_memory = swap_memory
         self.maximum_iterations = maximum_iterations
+        self.iteration_limit = iteration_limit            # built in: a run fails beyond it
+        self.requested_iteration_limit: int | None = None  # asked for while the loop was built
         self.has_effects = False
         self.phase = "cond"
         self.constant_enters: dict[Tensor, Tensor] = {}  # outer tensor -> Enter output
@@ -210,6 +212,11 @@ class WhileContext(_ContextBase):
         checks, self._when_complete = self._when_complete, []
         for check in checks:
             check(self)
+
+    def request_iteration_limit(self, limit: int) -> None:
+        """Asks for the loop to be built with `iteration_limit=limit` (`graph.set_iteration_limit`, called
+        while its body is traced): `while_loop` builds it again when that differs from its limit."""
+        self.requested_iteration_limit = limit
 
     def is_invariant(self, t: Tensor) -> bool:
         n = t.node

@@ -21,24 +21,37 @@ from graph.control_flow.contexts import WhileContext, effect_before
 from graph.core import get_default_graph
 from graph.errors import GraphError, user_location
 from graph.node import Tensor
+from graph.op_registry import register_op
 from graph.ops.conversion import convert
 from graph.ops.math import add, less, logical_and
 from graph.ops.variables import variable_uses
 
 _MAX_RELAXATIONS = 8
 
+# A loop's predicate, checked: the run fails when it is true at iteration `limit` (0-based), that is
+# when the loop would run one iteration more than its limit. Not ordered: it only reads its inputs.
+register_op("CheckIterationLimit", lambda inputs, attrs: [(inputs[0].dtype, inputs[0].shape)],
+            differentiable=False)
+
 
 def while_loop(cond, body, loop_vars, parallel_iterations: int = 32, maximum_iterations=None,
-               name: str | None = None, names=None, swap_memory: bool = False, back_prop: bool = True):
+               name: str | None = None, names=None, swap_memory: bool = False, back_prop: bool = True,
+               iteration_limit: int | None = None):
     """`while cond(*vars): vars = body(*vars)`, with the loop running inside the graph.
 
     `loop_vars` is a tuple/list of loop variables (each may be a nested
     structure); `cond` and `body` take them as positional arguments and `body`
     returns new values with the same structure and dtypes. Tensors that `cond` or
     `body` close over become loop constants. `maximum_iterations` bounds the trip
-    count. `names` (one per loop variable) makes error messages use the user's
-    variable names. Returns the final values, with the structure of `loop_vars`.
-    A Variable that the loop reads but never assigns is read once, before the loop.
+    count (the loop stops after that many iterations, as TensorFlow's does).
+    `iteration_limit` is a guard instead: a run in which the condition still holds
+    after that many iterations fails with an error naming the loop
+    (exec.IterationLimitExceeded). Without one, the loop takes the limit of the
+    `Graph.iteration_limit` block it is built in, and `set_iteration_limit(n)`
+    called while its body is built sets it. `names` (one per loop variable) makes
+    error messages use the user's variable names. Returns the final values, with
+    the structure of `loop_vars`. A Variable that the loop reads but never assigns
+    is read once, before the loop.
     """
     if not isinstance(loop_vars, (tuple, list)) or not loop_vars:
         raise GraphError("while_loop needs a non-empty tuple or list of loop variables")
@@ -48,19 +61,20 @@ def while_loop(cond, body, loop_vars, parallel_iterations: int = 32, maximum_ite
     source = user_location()
     structure = loop_vars
     flat = [convert(v) for v in nest.flatten(loop_vars)]
-    counted = maximum_iterations is not None
-    if counted:
-        flat.append(convert(0, dtype=np.int64))
-        max_iters = convert(maximum_iterations, dtype=None)
-    else:
-        max_iters = None
-    labels = _labels(structure, names, len(flat))
+    max_iters = convert(maximum_iterations, dtype=None) if maximum_iterations is not None else None
+    limit = _check_limit(iteration_limit if iteration_limit is not None else graph.default_iteration_limit)
+    labels = _labels(structure, names, len(flat) + 1)
     shapes = [t.shape for t in flat]
     hoist: list = []
-    for _ in range(_MAX_RELAXATIONS):
+    for _ in range(_MAX_RELAXATIONS + 1):
         checkpoint = graph.checkpoint()
-        ctx, exits, body_shapes = _build(graph, cond, body, structure, flat, shapes, labels, counted,
-                                         max_iters, parallel_iterations, name, names, swap_memory, source, hoist)
+        ctx, exits, body_shapes = _build(graph, cond, body, structure, flat, shapes, labels, max_iters, limit,
+                                         parallel_iterations, name, names, swap_memory, source, hoist)
+        requested = ctx.requested_iteration_limit
+        if requested is not None and requested != limit:  # the body asked for a limit: built again with it
+            graph.rollback(checkpoint)
+            limit = requested
+            continue
         relaxed = [_relax(s, b) for s, b in zip(shapes, body_shapes, strict=True)]
         # Variables the loop reads but never assigns are read once, before it (the body is traced
         # again): a read per iteration would cost a node, make the loop effectful (its iterations
@@ -70,10 +84,28 @@ def while_loop(cond, body, loop_vars, parallel_iterations: int = 32, maximum_ite
             [e for k, e in read.items() if k not in written]
         if relaxed == shapes and [id(v) for v, _ in invariant] == [id(v) for v, _ in hoist]:
             ctx.complete()
-            return nest.pack_as(structure, exits[:-1] if counted else exits)
+            return nest.pack_as(structure, exits[:len(flat)])
         graph.rollback(checkpoint)
         shapes, hoist = relaxed, invariant
     raise GraphError("the shapes of the loop variables did not stabilise", source)
+
+
+def set_iteration_limit(limit: int) -> None:
+    """Gives the innermost while loop being built an `iteration_limit` (see `while_loop`): for code
+    that runs while a loop body is traced, like AutoGraph's `set_loop_options`. The loop is built
+    again with it; its body calls this again then, which changes nothing."""
+    ctx = get_default_graph().context
+    loop = ctx.frame if ctx is not None else None
+    if not isinstance(loop, WhileContext):
+        raise GraphError("set_iteration_limit is for the body of a while loop being built; no loop is being "
+                         "built here")
+    loop.request_iteration_limit(_check_limit(limit))
+
+
+def _check_limit(limit):
+    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, (int, np.integer)) or limit < 0):
+        raise GraphError(f"an iteration limit must be a Python int >= 0, got {limit!r}")
+    return None if limit is None else int(limit)
 
 
 def _within(ctx, loop) -> bool:
@@ -103,12 +135,18 @@ def _labels(structure, names, n) -> list[str]:
     return out
 
 
-def _build(graph, cond, body, structure, flat, shapes, labels, counted, max_iters,
+def _build(graph, cond, body, structure, flat, shapes, labels, max_iters, limit,
            parallel_iterations, name, names, swap_memory, source, hoist):
     outer = graph.context
+    # an iteration counter, the last loop variable, when the trip count is bounded or limited
+    counted = max_iters is not None or limit is not None
+    n_user = len(flat)
+    if counted:
+        flat, shapes = flat + [convert(0, dtype=np.int64)], shapes + [()]
+    labels = labels[:len(flat)]
     with graph.name_scope(name or "while") as scope:
         ctx = WhileContext(scope.rstrip("/"), parallel_iterations, outer, source, names=labels,
-                           swap_memory=swap_memory, maximum_iterations=max_iters)
+                           swap_memory=swap_memory, maximum_iterations=max_iters, iteration_limit=limit)
         ctx.structure = structure
         for var, dev in hoist:  # in program order with the effects before the loop, which its Enters follow
             with graph.device(dev):
@@ -129,7 +167,11 @@ def _build(graph, cond, body, structure, flat, shapes, labels, counted, max_iter
             user_vars = nest.pack_as(structure, loop_in[:-1] if counted else loop_in)
             pred = cond(*user_vars)
             pred = _as_predicate(pred, source)
-            if counted:
+            if limit is not None:
+                pred = graph.create_node("CheckIterationLimit", [pred, loop_in[-1]],
+                                         {"limit": limit, "loop": ctx.describe()}, name="CheckIterationLimit",
+                                         source=source).outputs[0]
+            if max_iters is not None:
                 pred = logical_and(less(loop_in[-1], max_iters), pred)
             pred_effect = graph.last_effect(ctx)
             ctx.loop_cond = graph.create_node("LoopCond", [pred], name="LoopCond")
@@ -168,7 +210,7 @@ def _build(graph, cond, body, structure, flat, shapes, labels, counted, max_iter
             graph.set_last_effect(outer, ctx.exits[0])
             if outer is not None:  # an enclosing branch or loop body must wait for this loop's effects
                 outer.has_effects = True
-    body_shapes = [t.shape for t in out_flat]
+    body_shapes = [t.shape for t in out_flat[:n_user]]
     return ctx, [e.outputs[0] for e in ctx.exits], body_shapes
 
 

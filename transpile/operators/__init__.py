@@ -23,6 +23,7 @@ Modules, each with one job (the later ones build on the earlier ones):
     iterables        range_, enumerate_, zip_ and what a graph `for` loop reads from them
     loop_vars        how each variable enters and leaves a graph loop
     loops            while_stmt, for_stmt
+    loop_options     loop_options: what a loop body asks of its graph loop (an iteration limit)
     statements       assert_stmt, print_ (with f-strings: fstr, fmt)
     list_items       lst[k].append(v), also at a graph-tensor index k (append_at)
     py_builtins      len_, abs_, min_, max_, sum_, int_, float_, bool_, isinstance_
@@ -47,6 +48,7 @@ from transpile.operators.data_structures import TensorList, list_append, set_ite
 from transpile.operators.iterables import GraphEnumerate, GraphRange, GraphZip, enumerate_, range_, zip_
 from transpile.operators.leaves import is_composite, is_tensor
 from transpile.operators.logical import and_, not_, or_
+from transpile.operators.loop_options import loop_options
 from transpile.operators.loops import for_stmt, while_stmt
 from transpile.operators.py_builtins import abs_, bool_, float_, int_, isinstance_, len_, max_, min_, sum_
 from transpile.operators.staging import StagingError
@@ -65,7 +67,7 @@ from transpile.operators.values import (
 
 __all__ = [
     # control flow
-    "if_stmt", "if_exp", "while_stmt", "for_stmt", "and_", "or_", "not_", "graph_cond",
+    "if_stmt", "if_exp", "while_stmt", "for_stmt", "and_", "or_", "not_", "graph_cond", "loop_options",
     # variables
     "Undefined", "UndefinedReturn", "PartiallyDefined", "MaybeDefined", "undefined_return", "ld", "to_global",
     "ConditionallyDefinedError",

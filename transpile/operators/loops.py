@@ -153,7 +153,7 @@ def _graph_loop(cond_fn, body_fn, internal, state, names, meta, kind: str, loop_
             lengths = {i: len(v) for i, v in enumerate(current) if isinstance(v, list)}
             loops = trace_state().loops
             probes = weak_probes(state, modes)
-            frame = LoopFrame(token, lists, weak_probes=probes)
+            frame = LoopFrame(token, lists, weak_probes=probes, staged=True)
             loops.append(frame)
             nodes_before = len(g.nodes)
             # dicts as they enter the iteration: the body may add keys to them in place

@@ -35,6 +35,7 @@ class LoopFrame:
     token: object
     lists: dict = field(default_factory=dict)  # id(list object) -> index of the loop variable
     promotable: bool = False
+    staged: bool = False  # a graph loop's body, not a loop running in Python
     weak_probes: dict = field(default_factory=dict)
 
 
