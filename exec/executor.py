@@ -557,7 +557,7 @@ class _Run:
         for k, (value, dead) in enumerate(self.results):
             if dead:
                 t = plan.fetches[k]
-                raise RunError(f"fetched tensor {t.name} is dead: it comes from a branch that was not taken",
+                raise RunError(f"fetched {t.describe()} is dead: it comes from a branch that was not taken",
                                t.node)
             out.append(value)
         return out

@@ -59,7 +59,14 @@ class Session:
     def run(self, fetches, feed_dict: dict | None = None):
         """Computes `fetches` (a tensor, node, Variable, or a nested structure of them).
 
-        A fetched Variable gives its value after the run.
+        A fetched Variable gives its value after the run. `feed_dict` maps placeholders (or
+        other tensors, whose producers are then not run) to values. A value is converted to
+        the tensor's dtype by numpy's "same_kind" casting rule: bool into integers, integers
+        into floats, floats into complex, and any precision of one kind into another
+        (float64 into float32, int64 into int8); a float into an integer, a complex into a
+        float or a number into a bool is refused with a TypeError naming the input. A
+        Python int is weak, as in numpy: any integer dtype whose range holds it takes it.
+        Its shape must match the tensor's known dims (ValueError otherwise).
         """
         flat = nest.flatten(fetches)
         feed_dict = feed_dict or {}
@@ -203,18 +210,33 @@ def _as_feed_key(t) -> Tensor:
 
 
 def _check_feed(t: Tensor, value):
+    """`value` converted to what `t` holds, by the feed rule (see `Session.run`); a TypeError or a
+    ValueError naming the fed input when the rule refuses it or the shapes differ."""
     if t.dtype is _dt.variant:
         return value
     arr = np.asarray(value)
     if arr.dtype != t.dtype:
-        if not np.can_cast(arr.dtype, t.dtype, casting="same_kind") and not (arr.dtype.kind in "iub"
-                                                                              and t.dtype.kind in "iuf"):
-            raise TypeError(f"cannot feed a {arr.dtype} value to {t.dtype} tensor {t.name}")
+        if type(value) is int and t.dtype.kind in "iu":
+            # a Python int is weak, as in numpy: any integer dtype whose range holds it takes it
+            info = np.iinfo(t.dtype)
+            if not info.min <= value <= info.max:
+                raise ValueError(f"cannot feed {value} to {t.describe()} ({_typed(t)}): it is out of the range of "
+                                 f"{t.dtype} ({info.min} to {info.max})")
+        elif not np.can_cast(arr.dtype, t.dtype, casting="same_kind"):
+            rounded = "np.round(value)" if t.dtype.kind in "iu" and arr.dtype.kind in "fc" else "value"
+            raise TypeError(
+                f"cannot feed a value of dtype {arr.dtype} to {t.describe()} ({_typed(t)}): a fed value is "
+                "converted by numpy's same_kind rule (bool into integers, integers into floats, floats into "
+                f"complex, at any precision), which refuses {arr.dtype} into {t.dtype}. Convert it first: "
+                f"np.asarray({rounded}).astype(np.{t.dtype})")
         arr = arr.astype(t.dtype)
     if t.shape is not None and not _sh.compatible(t.shape, arr.shape):
-        raise ValueError(f"cannot feed a value of shape {arr.shape} to tensor {t.name} of shape "
-                         f"{_sh.format_shape(t.shape)}")
+        raise ValueError(f"cannot feed a value of shape {arr.shape} to {t.describe()} ({_typed(t)})")
     return arr[()] if arr.ndim == 0 else arr
+
+
+def _typed(t: Tensor) -> str:
+    return f"{t.dtype}{_sh.format_shape(t.shape)}"
 
 
 # the Python scalar type numpy turns into each of these dtypes, and the int64 range

@@ -26,7 +26,7 @@ DEAD = _Dead()
 
 def dead(t: Tensor) -> RunError:
     """The error for fetching `t` when it was not computed (its branch was not taken)."""
-    return RunError(f"fetched tensor {t.name} is dead: it comes from a branch that was not taken", t.node)
+    return RunError(f"fetched {t.describe()} is dead: it comes from a branch that was not taken", t.node)
 
 
 def failed(error: Exception, lines: dict) -> Exception:

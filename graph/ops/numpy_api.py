@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from graph import shapes as _sh
-from graph.errors import SymbolicBoolError, UnsupportedError
+from graph.errors import SymbolicValueError, UnsupportedError
 from graph.node import Tensor
 from graph.ops import array as A
 from graph.ops import creation as C
@@ -250,7 +250,7 @@ def _size(a, axis=None):
 def _ndim(a):
     t = convert(a)
     if t.ndim is None:
-        raise SymbolicBoolError(f"np.ndim of graph tensor {t.name}: its rank is unknown when the graph is built; "
+        raise SymbolicValueError(f"np.ndim of {t.describe()}: its rank is unknown when the graph is built; "
                                 "use graph.rank(t)")
     return t.ndim
 
@@ -428,10 +428,10 @@ def array_function(self, func, types, args, kwargs):
 
 def array(self, dtype=None, copy=None):
     t = convert(self)
-    raise SymbolicBoolError(
-        f"graph tensor {t.name} has no value while the graph is being built, so numpy cannot convert it to an "
-        "array. Run the graph (Session.run) to get its value, or use graph ops / numpy functions that accept "
-        "tensors")
+    raise SymbolicValueError(
+        f"{t.describe()} is a graph tensor: it has no value while the graph is being built, so numpy cannot "
+        "convert it to an array. Run the graph (Session.run) to get its value, or use graph ops / numpy "
+        "functions that accept tensors")
 
 
 def install(cls) -> None:

@@ -162,11 +162,15 @@ CASES = {
             assert x > 0, "positive"
             assert n < 10
             assert n > 0, f"n={n}"
+            assert len(x) == len(self.xs)
+            assert (n)
         """, """
         def f(x, n):
             ag.assert_stmt(x > 0, 'positive')
             ag.assert_stmt(n < 10, 'n < 10')
             ag.assert_stmt(n > 0, lambda: f'n={n}')
+            ag.assert_stmt(len(x) == len(self.xs), 'len(x) == len(self.xs)')
+            ag.assert_stmt(n, 'n')
         """),
     "lists": ((lists,), """
         def f(xs):

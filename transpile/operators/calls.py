@@ -173,7 +173,7 @@ def call(f, *args, **kwargs):
 def _call_unconverted(f, error, args, kwargs):
     try:
         return f(*args, **kwargs)
-    except graph.errors.SymbolicBoolError as e:
+    except graph.errors.SymbolicValueError as e:
         e.add_note(f"note: {getattr(f, '__qualname__', f)} runs unconverted: {error.bare_message}")
         raise
 
