@@ -8,6 +8,15 @@ and over Python ranges, with `break`, `continue` and `return` anywhere,
 conditional expressions, `and`/`or`/`not`, chained comparisons, `acc.append`
 inside loops and (optionally) prints. Every loop terminates and every value
 stays bounded, so plain Python always finishes.
+
+`extended=True` adds the constructs that once gave wrong results or failed on
+valid code: Python numbers that accumulate other dtypes in nested loops (`c = 0`
+summing floats, `s = 0.0` summing float32 items), a nested dict changed in
+branches and loops, `acc` read in the loops that append to it (`len(acc)`,
+`acc[-1]`, `for e in acc`), `and`/`or` on an int (`m`) used as a truth value,
+functions defined in the program with their own returns, loops over a Python
+list or a static range whose exit depends on a tensor, indexing a Python list
+with a static loop index, and `try`/`except` of an error Python raises.
 """
 from __future__ import annotations
 
@@ -18,16 +27,24 @@ from hypothesis import strategies as st
 
 HEADER = "def program(n, x, arr):\n    a = 1\n    b = 0.5\n    v = arr * 1.0\n    acc = []\n"
 RETURN = "return a, b, v, acc"
+EXTENDED_HEADER = ("import numpy as np\n\n\ndef program(n, x, arr):\n    a = 1\n    b = 0.5\n    v = arr * 1.0\n"
+                   "    acc = []\n    c = 0\n    s = 0.0\n    w = arr.astype(np.float32)\n"
+                   "    d = {'p': {'q': 0.5}}\n    m = n % 2\n    weights = [0.5, -0.25, 1.0, 0.75]\n")
+EXTENDED_RETURN = "return a, b, v, acc, c, s, d"
 _counter = itertools.count()
 
 
 class _Gen:
-    def __init__(self, draw, max_depth: int, max_statements: int, prints: bool = False):
+    def __init__(self, draw, max_depth: int, max_statements: int, prints: bool = False, extended: bool = False):
         self.draw = draw
         self.prints = prints
+        self.extended = extended
+        self.ret = EXTENDED_RETURN if extended else RETURN
         self.max_depth = max_depth
         self.budget = max_statements
         self.fresh = itertools.count()
+        self.static = set()        # loop variables that are Python ints (loops over a Python range)
+        self.iterating_acc = 0     # depth of loops over `acc` (appending there would never end)
 
     def pick(self, options):
         return self.draw(st.sampled_from(options))
@@ -52,6 +69,9 @@ class _Gen:
             lambda: f"{self.k(-2, 1)} < a < {self.k(2, 8)}",
         ]
         options += [lambda name=name: f"{name} > {self.k(0, 3)}" for name in scope]
+        if self.extended:  # an int's truth value, and the length of a list appended to in loops
+            options += [lambda: f"m and b > {self.f()}", lambda: "(a % 3) or b < x", lambda: "not m or x > 0",
+                        lambda: f"len(acc) > {self.k(0, 3)}"]
         return self.pick(options)()
 
     def cond(self, scope, depth=0) -> str:
@@ -82,6 +102,19 @@ class _Gen:
         if not iterating_v:
             options.append(lambda: f"v[{self.k(0, 2)}] = b")
         options += [lambda name=name: f"b = b + {name} * 0.5" for name in scope]
+        if self.extended:
+            options += [
+                lambda: "c = c + b * 0.5",
+                lambda: "c = 0",
+                lambda: "s = s * 0.5",
+                lambda: "d['p']['q'] = d['p']['q'] * 0.5 + b",
+                lambda: "b = b + len(acc) * 0.25",
+                lambda: "b = b + acc[-1] * 0.5 if len(acc) > 0 else b - 0.25",
+                lambda: "b = b * 0.5 + 1.0 if m and a > 2 else b",
+            ]
+            options += [lambda name=name: f"b = b + weights[{name}]" for name in scope if name in self.static]
+            if scope:  # (in a loop: a graph loop carries `s` as float32 from its start)
+                options.append(lambda: f"s = s + w[{self.k(0, 2)}]")
         return self.pick(options)()
 
     def block(self, indent: int, depth: int, loop: str | None, scope: tuple, iterating_v=False) -> list[str]:
@@ -97,12 +130,13 @@ class _Gen:
     def statement(self, indent: int, depth: int, loop, scope, iterating_v) -> list[str]:
         pad = " " * indent
         kinds = ["assign", "assign", "assign"]
-        if loop is not None:
+        if loop is not None and not self.iterating_acc:
             kinds += ["append"]
         if self.prints:
             kinds += ["print"]
         if depth < self.max_depth:
             kinds += ["if", "if", "while", "for"]
+            kinds += ["def", "try"] if self.extended else []
         if loop is not None:
             kinds += ["exit"]
         kinds += ["return"] if depth > 0 else []
@@ -114,10 +148,16 @@ class _Gen:
         if kind == "print":
             return [pad + self.pick(['print("a", a, "b", b)', 'print(v)', 'print(f"b={b} a={a}")'])]
         if kind == "return":
-            return [pad + f"if {self.cond(scope)}:", pad + "    " + RETURN]
+            return [pad + f"if {self.cond(scope)}:", pad + "    " + self.ret]
+        if kind == "def":
+            return self.nested_def(pad)
+        if kind == "try":
+            out = [pad + "try:", pad + f"    b = b + [0.5, 1.5][{self.k(0, 3)}]"]
+            out += self.block(indent + 4, depth + 1, loop, scope, iterating_v)
+            return out + [pad + "except IndexError:", pad + "    " + self.assign(scope, iterating_v)]
         if kind == "exit":
             word = self.pick(["break", "continue", "return"])
-            stmt = RETURN if word == "return" else word
+            stmt = self.ret if word == "return" else word
             if self.draw(st.booleans()):
                 return [pad + f"if {self.cond(scope)}:", pad + "    " + stmt]
             return [pad + f"if {self.cond(scope)}:", pad + "    " + self.assign(scope, iterating_v),
@@ -140,26 +180,49 @@ class _Gen:
             if self.draw(st.integers(0, 3)) == 0:
                 out += [pad + "else:", pad + "    " + self.assign(scope, iterating_v)]
             return out
-        form = self.pick(["range_n", "range_n", "over_v", "enumerate_v", "python_range"])
+        forms = ["range_n", "range_n", "over_v", "enumerate_v", "python_range"]
+        forms += ["python_list", "over_acc"] if self.extended else []
+        form = self.pick(forms)
         if form == "range_n":
             head, names, over_v = f"for j{i} in range(n):", (f"j{i}",), False
         elif form == "over_v":
             head, names, over_v = f"for e{i} in v:", (f"e{i}",), True
         elif form == "enumerate_v":
             head, names, over_v = f"for j{i}, e{i} in enumerate(v):", (f"j{i}", f"e{i}"), True
+        elif form == "python_list":
+            head, names, over_v = f"for e{i} in [0.5, 1.5, -1.0]:", (), False
+        elif form == "over_acc":
+            head, names, over_v = f"for e{i} in acc:", (), False
         else:
             head, names, over_v = f"for j{i} in range({self.k(1, 3)}):", (f"j{i}",), False
-        out = [pad + head] + self.block(indent + 4, depth + 1, names[0], scope + names, iterating_v or over_v)
+            self.static.add(f"j{i}")
+        self.iterating_acc += form == "over_acc"
+        body = self.block(indent + 4, depth + 1, names[0] if names else f"e{i}", scope + names,
+                          iterating_v or over_v)
+        if form in ("python_list", "over_acc"):
+            body = [pad + f"    b = b + e{i} * 0.25"] + body
+        self.iterating_acc -= form == "over_acc"
+        out = [pad + head] + body
         if self.draw(st.integers(0, 3)) == 0:
             out += [pad + "else:", pad + "    " + self.assign(scope, iterating_v)]
         return out
 
+    def nested_def(self, pad: str) -> list[str]:
+        """A function defined in the program, with returns of its own, called at once."""
+        i = next(self.fresh)
+        if self.draw(st.booleans()):
+            body = [f"if t > {self.f()}:", "    return t * 0.5", "return t - 0.25"]
+        else:
+            body = ["for k in range(2):", f"    if t > k * {self.f()}:", "        return t - k", "return t"]
+        return [pad + f"def h{i}(t):"] + [pad + "    " + line for line in body] + [pad + f"b = h{i}(b)"]
+
 
 @st.composite
-def programs(draw, max_depth: int = 3, max_statements: int = 14, prints: bool = False) -> str:
-    gen = _Gen(draw, max_depth, max_statements, prints)
+def programs(draw, max_depth: int = 3, max_statements: int = 14, prints: bool = False, extended: bool = False) -> str:
+    gen = _Gen(draw, max_depth, max_statements, prints, extended)
     body = gen.block(4, 0, None, ())
-    return HEADER + "\n".join(body) + "\n    " + RETURN + "\n"
+    header = EXTENDED_HEADER if extended else HEADER
+    return header + "\n".join(body) + "\n    " + gen.ret + "\n"
 
 
 def define(source: str):

@@ -100,6 +100,11 @@ class TensorList:
     def stack(self) -> Tensor:
         if self.array.dtype is None:
             return graph.expand_dims(self._element_before_first_append(), 0)
+        if self.array.element_shape is None:
+            # elements of a shape unknown while tracing (computed from the list's own elements): empty,
+            # the list stacks as np.asarray([]) does
+            return graph.cond(self.size() > 0, self.array.stack,
+                              lambda: graph.zeros([0], self.array.dtype))
         return self.array.stack()
 
     def _element_before_first_append(self) -> Tensor:

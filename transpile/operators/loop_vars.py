@@ -12,6 +12,7 @@ from graph.node import Tensor
 from transpile.operators.arrays import MutableArray
 from transpile.operators.data_structures import ElementProbe, TensorList, as_tensor_list, list_builder
 from transpile.operators.encoding import (
+    Spec,
     added_keys,
     insert_at,
     list_paths,
@@ -179,7 +180,7 @@ def body_output(v_in, v_out, mode, name, meta):
             if isinstance(v_out, Undefined) and not isinstance(v_out, PartiallyDefined):
                 return None, None
             if type(v_in) is UndefinedReturn and not isinstance(v_out, (Undefined, MaybeDefined)):
-                return None, ("zeros", spec_of(v_out))
+                return None, ("zeros", spec_of(v_out), tuple(is_weak(x) for x in nest.flatten(v_out)))
             like = v_out.like if isinstance(v_out, PartiallyDefined) else \
                 (v_out.value if isinstance(v_out, MaybeDefined) else v_out)
             if not is_convertible(like):
@@ -315,6 +316,23 @@ def joined_dtypes(before, after) -> list:
     return [np.result_type(a.dtype, leaf_dtype(b)) if isinstance(a, Tensor) and isinstance(a.dtype, np.dtype)
             and isinstance(leaf_dtype(b), np.dtype) else leaf_dtype(a)
             for a, b in zip(nest.flatten(before), nest.flatten(after), strict=True)]
+
+
+def joined_spec(spec, after, weak=()):
+    """`spec` with each leaf's dtype joined with the body's (`weak`: which leaves of the spec came from
+    Python numbers, which take the body's dtype as numpy's weak scalars do)."""
+    weak = weak or (False,) * len(spec.leaves)
+    leaves, values = [], []
+    for (dtype, shape), v, b, w in zip(spec.leaves, nest.flatten(spec.structure), nest.flatten(after), weak,
+                                       strict=True):
+        other = leaf_dtype(b)
+        if isinstance(other, np.dtype) and isinstance(dtype, np.dtype):
+            joined = np.result_type(dtype.type(0).item() if w else dtype, other)
+            if joined != dtype:  # the placeholder is made from the structure's leaves: one of the new dtype
+                dtype, v = joined, np.zeros(tuple(0 if d is None else d for d in shape or ()), joined)
+        leaves.append((dtype, shape))
+        values.append(v)
+    return Spec(nest.pack_as(spec.structure, values), leaves)
 
 
 def dtype_changed(before, after) -> bool:

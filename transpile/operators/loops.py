@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 import graph
+from graph import nest
 from transpile import conversion
 from transpile.operators.arrays import journal_mark, undo_writes
 from transpile.operators.carried_state import CarriedWrites
@@ -19,7 +20,7 @@ from transpile.operators.encoding import (
     value_at,
 )
 from transpile.operators.iterables import RangeSource, Source, graph_source
-from transpile.operators.leaves import describe, is_convertible, is_tensor, variable_label
+from transpile.operators.leaves import cast_leaves, describe, is_convertible, is_tensor, leaf_dtype, variable_label
 from transpile.operators.loop_vars import (
     ElementInference,
     body_output,
@@ -27,6 +28,7 @@ from transpile.operators.loop_vars import (
     initial_mode,
     initial_value,
     joined_dtypes,
+    joined_spec,
     weak_fixups,
     weak_probes,
 )
@@ -175,18 +177,24 @@ def _graph_loop(cond_fn, body_fn, internal, state, names, meta, kind: str, loop_
                 raise Retry(token, changes)
             for i in range(len(state)):
                 value, change = body_output(entering[i], out[i], modes[i], names[i], meta)
+                if change is None and i in init and names[i] in meta.get("return_vars", ()) \
+                        and dtype_changed(init[i], value):
+                    # returns of different dtypes (`return 0` before the loop or in an earlier iteration, a
+                    # float later): one dtype for both, as for the two branches of a cond
+                    dtypes = joined_dtypes(init[i], value)
+                    if [leaf_dtype(x) for x in nest.flatten(init[i])] == dtypes:
+                        value = cast_leaves(value, dtypes)
+                    elif modes[i][:2] == ("tensor", None):
+                        change = ("tensor", dtypes, *modes[i][2:])
+                    elif modes[i][0] == "zeros":
+                        weak = modes[i][2] if len(modes[i]) > 2 else ()
+                        change = ("zeros", joined_spec(modes[i][1], value, weak))
                 if change is not None:
                     changes[i] = change
                 elif modes[i][0] not in ("fixed", "probe"):
                     result.append(value)
                     seen_outs[i] = value
             changes.update(weak_fixups(state, modes, init, seen_outs, nodes_before))
-            for i, v in seen_outs.items():
-                if names[i] in meta.get("return_vars", ()) and modes[i][:2] == ("tensor", None) \
-                        and dtype_changed(init[i], v):
-                    # returns of different dtypes (`return 0` before the loop, a float in it): one dtype for
-                    # both, as for the two branches of a cond
-                    changes[i] = ("tensor", joined_dtypes(init[i], v), *modes[i][2:])
             if not changes and any(dtype_changed(init[i], v) for i, v in seen_outs.items()):
                 # about to fail on a dtype change: it may come from a Python number carried at its
                 # default dtype, in this loop or an enclosing one
@@ -234,6 +242,12 @@ def _graph_loop(cond_fn, body_fn, internal, state, names, meta, kind: str, loop_
             return
         for i, change in changes.items():
             modes[i] = change
+        if ("probe",) in changes.values():
+            # a return value's placeholder learned while Python numbers had their default dtypes is
+            # learned again, with the dtypes the numbers get
+            for i, mode in enumerate(modes):
+                if mode[0] == "zeros" and i not in changes:
+                    modes[i] = initial_mode(state[i])
 
     return build_until_settled(build, adjust, token,
                                f"could not build the graph loop {loop_where}: its variables kept changing")
