@@ -496,8 +496,22 @@ def returns_of_an_int_and_a_float(n, x):
     return -x, c
 
 
+APPEND = False
+
+
+def list_read_in_a_loop_that_never_appends_to_it(n, x):
+    acc = []
+    b = x
+    for i in range(n):
+        b = b + acc[-1] if len(acc) > 0 else b - 0.25
+        if APPEND:
+            acc.append(b)
+    return b, acc
+
+
 @pytest.mark.parametrize("fn,argsets", [
     (list_truth_value_in_the_loop_that_appends, [(3, 1.0), (0, 1.0)]),
+    (list_read_in_a_loop_that_never_appends_to_it, [(3, 1.0), (0, 1.0)]),
     (python_number_that_a_graph_loop_makes_a_python_float, [(3, 1.0), (3, -1.0)]),
     (returns_of_an_int_and_a_float, [(3, 2.0), (9, 1.0), (2, 0.5)]),
 ], ids=lambda v: getattr(v, "__name__", ""))

@@ -79,8 +79,8 @@ class ElementInference:
         or None) and recorded `probe.appended`."""
         if learned is not None:  # an append that does not depend on the reads
             return ElementInference(dtype=learned)
-        if not probe.appended:
-            return self.failed()
+        if not probe.appended:  # nothing is appended: the reads never find an element; float64, as np.asarray([])
+            return ElementInference(dtype=np.dtype(np.float64))
         found = self.found + (np.result_type(*probe.appended),)
         if len(self.guesses) > 1:
             return ElementInference(self.guesses[1:], found)
