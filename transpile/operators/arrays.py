@@ -3,15 +3,16 @@ and the journal of those writes that graph conds and loops read to carry them.
 
 A numpy array is mutable and shared: after `a[i] = v`, `a += v` or
 `np.clip(a, lo, hi, out=a)`, every name, list and object that refers to `a`
-sees the new contents. A graph tensor never changes, so an array that holds a
-graph value is a `MutableArray`: one object whose `value` (a tensor) is replaced
-by each write. Converted code gets one for
+sees the new contents. A graph tensor never changes, so an array that may hold
+a graph value is a `MutableArray`: one object whose contents (`value`, a numpy
+array or a tensor) each write changes or replaces. Converted code gets one for
 
 - a numpy array it reads from its globals, closures or objects while a
   `transpile.function` is traced (see transpile/captured_state.py),
-- a new array made from graph values (`np.zeros_like(t)`, `np.copy(t)`, `np.array([t, u])`),
-- a numpy array a graph value is written into (`buf[i] = t`), or that is
-  written inside a branch of a graph cond or the body of a graph loop.
+- a new array made by a numpy constructor while a graph is traced (`np.zeros(n)`,
+  `np.zeros_like(t)`, `np.copy(t)`, `np.array([t, u])`),
+- any other numpy array a graph value is written into (`buf[i] = t`), or that
+  is written inside a branch of a graph cond or the body of a graph loop.
 
 Each write is recorded in the thread's journal (`TraceState.writes`), from
 which graph conds and loops learn the arrays their branches and bodies write
@@ -216,7 +217,6 @@ def _in_place(name: str, op: str):
 for _name in tensor_methods.OPERATORS:
     if _name not in ("__getitem__", "__setitem__"):
         setattr(MutableArray, _name, _operator(_name))
-MutableArray.__hash__ = object.__hash__  # (defining __eq__ must not make it unhashable)
 for _name, _op in (("add", "+"), ("sub", "-"), ("mul", "*"), ("truediv", "/"), ("floordiv", "//"), ("mod", "%"),
                    ("pow", "**"), ("matmul", "@"), ("and", "&"), ("or", "|"), ("xor", "^")):
     setattr(MutableArray, f"__i{_name}__", _in_place(f"__i{_name}__", _op))
