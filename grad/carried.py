@@ -23,6 +23,7 @@ show is checked at once, the rest when the loop is complete (`WhileContext.when_
 """
 from __future__ import annotations
 
+from grad.aliases import older_values, python_sources
 from grad.analysis import GraphIndex, Target, ancestors, differentiable_dtype, is_within, loop_variable_of, origin
 from grad.registry import is_differentiable
 from graph.control_flow.contexts import WhileContext
@@ -30,9 +31,10 @@ from graph.core import Tensor
 from graph.errors import GraphError, SourceLocation
 
 
-def carried_reads(ys: list[Tensor], top) -> list[tuple[WhileContext, int]]:
+def carried_reads(ys: list[Tensor], top, avoiding: Tensor | None = None) -> list[tuple[WhileContext, int]]:
     """The loop variables of the loops around `top` that `ys` read in the current iteration, through
-    differentiable ops: (loop, k) pairs."""
+    differentiable ops and not through `avoiding` (an x: what it reads is its own business): (loop, k)
+    pairs."""
     loops = [c for c in ancestors(top) if isinstance(c, WhileContext)]
     if not loops:
         return []
@@ -41,7 +43,7 @@ def carried_reads(ys: list[Tensor], top) -> list[tuple[WhileContext, int]]:
         for k, (m, sw) in enumerate(zip(loop.merges, loop.switches, strict=False)):
             boundary[m.outputs[0]] = boundary[sw.outputs[1]] = (loop, k)
     found: dict[tuple[int, int], tuple[WhileContext, int]] = {}
-    seen = {t for t in ys if differentiable_dtype(t)}
+    seen = {t for t in ys if differentiable_dtype(t) and t is not avoiding}
     work = list(seen)
     while work:
         t = work.pop()
@@ -53,7 +55,7 @@ def carried_reads(ys: list[Tensor], top) -> list[tuple[WhileContext, int]]:
         if not is_differentiable(n):
             continue
         for i in n.inputs:
-            if i not in seen and differentiable_dtype(i):
+            if i not in seen and i is not avoiding and differentiable_dtype(i):
                 seen.add(i)
                 work.append(i)
     return list(found.values())
@@ -63,21 +65,20 @@ def check_carried(index: GraphIndex, top, ys: list[Tensor], targets: list[Target
                   where: SourceLocation | None) -> None:
     """Raises if a gradient taken in `top` (inside loops) would miss paths through earlier iterations
     (see the module docstring); the part that needs the rest of a loop's body runs when it is complete."""
-    reads = carried_reads(ys, top)
-    targets = [t for t in targets if t.is_variable or differentiable_dtype(t.x)]
-    if not reads or not targets:
+    if not any(isinstance(c, WhileContext) for c in ancestors(top)):
         return
-    _check(index, reads, targets, where)
-    for loop in {id(loop): loop for loop, _ in reads}.values():
-        mine = [(lp, k) for lp, k in reads if lp is loop]
-        loop.when_complete(lambda lp, mine=mine: _check(GraphIndex(lp.graph), mine, targets, where))
+    reads = [(loop, k, target) for target in targets if target.is_variable or differentiable_dtype(target.x)
+             for loop, k in carried_reads(ys, top, None if target.is_variable else target.x)]
+    _check(index, reads, where)
+    for loop in {id(loop): loop for loop, _, _ in reads}.values():
+        mine = [r for r in reads if r[0] is loop]
+        loop.when_complete(lambda lp, mine=mine: _check(GraphIndex(lp.graph), mine, where))
 
 
-def _check(index: GraphIndex, reads, targets: list[Target], where) -> None:
-    for loop, k in reads:
-        for target in targets:
-            if _reached(index, loop, k, target):
-                raise _carried_error(loop, k, target, where)
+def _check(index: GraphIndex, reads, where) -> None:
+    for loop, k, target in reads:
+        if _reached(index, loop, k, target):
+            raise _carried_error(loop, k, target, where)
 
 
 def _reached(index: GraphIndex, loop: WhileContext, j: int, target: Target) -> bool:
@@ -90,16 +91,16 @@ def _reached(index: GraphIndex, loop: WhileContext, j: int, target: Target) -> b
         var = loop_variable_of(o)
         i = var[1] if var is not None and var[0] is loop else None
         if i is None:
-            if is_within(o.node.context, loop):
-                continue  # computed in this iteration
-            if _reaches(index, [o], hits):
+            if _new_in_iteration(o, loop):
+                continue
+            if _reaches(index, python_sources(o), hits):
                 return True
             continue
         if i == j:
             continue
-        first = origin(loop.enters[i].inputs[0])
+        first = python_sources(loop.enters[i].inputs[0])
         init_j = loop.enters[j].inputs[0]
-        if origin(init_j) is first or init_j in index.forward_reach([first]):
+        if any(origin(init_j) is f for f in first) or init_j in index.forward_reach(first):
             return True
         if not complete:
             continue
@@ -107,14 +108,22 @@ def _reached(index: GraphIndex, loop: WhileContext, j: int, target: Target) -> b
         next_j = loop.next_iterations[j].inputs[0]
         if origin(next_j) is new:
             return True
-        new_var = loop_variable_of(new)
-        if is_within(new.node.context, loop) and (new_var is None or new_var[0] is not loop):
+        if _new_in_iteration(new, loop):
             # a value of the iteration before: only what it computed after it counts
-            if next_j in index.forward_reach([new], stop=frozenset(loop.next_iterations)):
+            if next_j in index.forward_reach(python_sources(new), stop=frozenset(loop.next_iterations)):
                 return True
-        elif _reaches(index, [o, new, first], hits):
+        elif _reaches(index, [o, *python_sources(new), *first], hits):
             return True
     return False
+
+
+def _new_in_iteration(t: Tensor, loop: WhileContext) -> bool:
+    """Whether `t`'s value is computed in the current iteration of `loop`, in Python: not a loop
+    variable's, nor one that a cond in the body may pass through from before it."""
+    def new(v: Tensor) -> bool:
+        var = loop_variable_of(v)
+        return is_within(v.node.context, loop) and (var is None or var[0] is not loop)
+    return new(t) and all(new(v) for v in older_values(t))
 
 
 def _reaches(index: GraphIndex, sources: list[Tensor], hits) -> bool:

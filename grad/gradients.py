@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from grad.accumulate import add_n, conform
+from grad.aliases import check_aliases
 from grad.analysis import GraphIndex, Target, ancestors, differentiable_dtype, variable_of
 from grad.build_state import GradState
 from grad.carried import check_carried
@@ -41,7 +42,10 @@ def gradients(ys, xs, grad_ys=None, unconnected: str = "zero", non_differentiabl
     current iteration, and where the ys read a loop variable that an x shaped in
     an earlier iteration (a loss carried over from the previous iteration) it
     raises a GraphError naming the variable and the loop rather than return
-    part of the gradient (grad.carried).
+    part of the gradient (grad.carried). Likewise for an x given out by a cond
+    or loop that, in Python, may be the value it had before (a branch or the
+    loop left it unchanged) when the ys depend on that older value too
+    (grad.aliases).
 
     The backward computation is graph nodes run by the same executor: the
     gradient of a cond is a cond on the same predicate, the gradient of a
@@ -70,6 +74,7 @@ def gradients(ys, xs, grad_ys=None, unconnected: str = "zero", non_differentiabl
     targets = [_target(x, top, index) for x in nest.flatten(xs)]
     where = user_location()
     check_carried(index, top, y_list, targets, where)
+    check_aliases(index, y_list, targets, where)
     fwd = index.forward_reach([t for target in targets for t in target.sources])
     active = fwd & index.backward_reach(y_list, fwd)
     state = GradState(graph, top, index, active)

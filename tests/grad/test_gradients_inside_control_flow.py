@@ -278,3 +278,61 @@ def test_transpiled_training_loop_with_the_loss_computed_in_the_iteration_trains
     for _ in range(50):
         want = want - 0.1 * 2.0 * (want * x - 1.0) * x
     np.testing.assert_allclose(model.W.value, want, rtol=1e-12)
+
+
+# --------------------------------------------------------------------------- outputs of conds and loops
+
+def test_an_output_a_branch_may_leave_unchanged_of_a_value_computed_before_the_cond_is_an_error():
+    # in Python, when the false branch runs, w after the `if` is the w that loss was computed from
+    w0 = graph.placeholder(np.float64, (), name="w0")
+    loss = graph.sin(w0)
+    w = graph.cond(w0 > 0.0, lambda: w0 * 2.0, lambda: w0)
+    with pytest.raises(GraphError, match="x cond/Merge:0 .* is an output of the cond at .*when the branch taken "
+                                         "leaves it unchanged it is, in the Python program, the value it had"):
+        grad.gradients(loss, [w])
+
+
+def test_an_output_computed_in_a_branch_that_another_output_is_computed_from_is_an_error():
+    w0 = graph.placeholder(np.float64, (), name="w0")
+    def taken():
+        a = w0 * 2.0
+        return a, graph.sin(a)   # in Python, b is computed from a's value
+    a, b = graph.cond(w0 > 0.0, taken, lambda: (w0 * 3.0, w0 * 0.5))
+    with pytest.raises(GraphError, match="reads another output of the cond, which the cond computes from this"):
+        grad.gradients(b, [a])
+
+
+def test_a_loop_output_of_a_value_computed_from_its_initial_value_is_an_error():
+    w0 = graph.placeholder(np.float64, (), name="w0")
+    loss = graph.sin(w0)
+    _, w = graph.while_loop(lambda i, w: i < 3, lambda i, w: (i + 1, w * 0.5), (graph.constant(0), w0))
+    with pytest.raises(GraphError, match="when the loop leaves it unchanged \\(or runs no iteration\\)"):
+        grad.gradients(loss + w, [w])
+
+
+def test_outputs_of_conds_and_loops_differentiated_as_computed_after_them_are_exact():
+    w0 = graph.placeholder(np.float64, (), name="w0")
+    w = graph.cond(w0 > 0.0, lambda: w0 * 2.0, lambda: w0)
+    _, v = graph.while_loop(lambda i, v: i < 3, lambda i, v: (i + 1, v * 0.5), (graph.constant(0), w))
+    (gw,) = grad.gradients(graph.sin(w) * 2.0 + v * 3.0, [w])
+    (gv,) = grad.gradients(v * v, [v])
+    got = run([gw, gv], {w0: 0.7})
+    assert got[0] == pytest.approx(2.0 * np.cos(1.4) + 3.0 / 8) and got[1] == pytest.approx(2 * 1.4 / 8)
+    # the other outputs of a cond that do not read this one's value in the branch are not siblings
+    a, b = graph.cond(w0 > 0.0, lambda: (w0 * 2.0, graph.sin(w0)), lambda: (w0 * 3.0, w0 * 0.5))
+    (ga,) = grad.gradients(b * a, [a])
+    assert run(ga, {w0: 0.7}) == pytest.approx(np.sin(0.7))
+
+
+def test_a_loop_variable_a_cond_in_the_body_may_leave_unchanged_is_not_taken_for_a_new_value():
+    # when the branch is not taken, w's next value is this iteration's w, which `loss` is computed from
+    w0 = graph.placeholder(np.float64, (), name="w0")
+
+    def body(i, w, loss):
+        (g,) = grad.gradients(loss + w * 0.0, [w])
+        new_loss = graph.sin(w)
+        w = graph.cond(i % 2 == 0, lambda: w - 0.1 * g, lambda: w)
+        return i + 1, w, new_loss
+    with pytest.raises(GraphError, match="reads 'loss', a loop variable"):
+        graph.while_loop(lambda i, w, loss: i < 3, body, (graph.constant(0), w0, graph.constant(0.0, np.float64)),
+                         names=("i", "w", "loss"))
