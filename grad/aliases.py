@@ -168,6 +168,6 @@ def _alias_error(target: Target, unit, kind: str, where) -> GraphError:
         why = (f"the value being differentiated reads another output of {before}, which {before} computes from "
                "this one's value")
     return GraphError(
-        f"gradients: x {x} is an output of {what}; {why}. The gradient of the output alone would miss that "
+        f"gradients: one of the xs, {x}, is an output of {what}; {why}. The gradient of the output alone would miss that "
         f"part. Differentiate with respect to the value before {before} (or inside it), or compute the value "
         f"being differentiated from {x} after {before}.", where)

@@ -75,13 +75,8 @@ class Target:
         return getattr(self.x, "is_variable", False)
 
     def describe(self) -> str:
-        if self.is_variable:
-            return f"Variable {self.x.name!r}"
-        t = self.x
-        var = loop_variable_of(t)
-        if var is not None:
-            return var[0].loop_var_name(var[1])
-        return t.name + (f" (built at {t.node.source})" if t.node.source else "")
+        """The x as error messages name it: `Variable 'W'`, `input 'w'`, `loop variable 'w' of the loop at f.py:3`."""
+        return f"Variable {self.x.name!r}" if self.is_variable else self.x.describe()
 
 
 def loop_variable_of(t: Tensor) -> tuple[WhileContext, int] | None:

@@ -135,8 +135,9 @@ def _carried_error(loop: WhileContext, j: int, target: Target, where) -> GraphEr
     var = loop.loop_var_name(j)
     x = target.describe()
     return GraphError(
-        f"gradients: the value being differentiated reads {var}, a loop variable of {loop.describe()}, whose "
-        f"value {x} shaped in an earlier iteration (or before the loop); a gradient taken inside the loop body "
-        "covers the current iteration only and would miss that part. Compute the value from "
-        f"{x} inside the iteration before differentiating it (`loss = f(w)`, then `gradients(loss, w)`, instead "
-        "of a `loss` carried over from the previous iteration), or take the gradient outside the loop.", where)
+        f"gradients: the value being differentiated reads {var}, a loop variable of {loop.describe()}, and its "
+        f"value in this iteration depends on {x} through an earlier iteration (or the code before the loop); a "
+        "gradient taken inside the loop body covers the current iteration only and would miss that part. Compute "
+        f"the value from {x} inside the iteration before differentiating it (`loss = f(w)`, then "
+        "`gradients(loss, w)`, instead of a `loss` carried over from the previous iteration), or take the "
+        "gradient outside the loop.", where)

@@ -52,7 +52,7 @@ def test_a_path_only_through_ops_without_a_gradient_warns_naming_the_op_and_line
     y = build(x, w)
     (gx,), messages = _gradient_and_warnings(y, [x])
     assert len(messages) == 1
-    assert f"the ys depend on x:0 (built at {__file__}:" in messages[0]
+    assert "the ys depend on input 'x' only through ops that have no gradient" in messages[0]
     assert f"{op} (node " in messages[0] and f"built at {__file__}:" in messages[0]
     assert "its gradient is zero" in messages[0]
     got = Session(graph.get_default_graph()).run(gx, {x: np.array([0.5, -1.0, 2.0]), w: np.ones(3)})

@@ -38,7 +38,7 @@ def _graph_gradients(prog, x0, w0, pars, cut=None):
                 warnings.simplefilter("always", grad.NonDifferentiableWarning)
                 fetches.append((loss, grad.gradients(loss, [x, w])))
             if cut is not None:
-                cut.update(m for c in caught for m in re.findall(r"depend on (\w):0", str(c.message)))
+                cut.update(m for c in caught for m in re.findall(r"depend on input '(\w)'", str(c.message)))
     return _run_both_modes(g, fetches, {x: x0, w: w0})
 
 
