@@ -131,13 +131,13 @@ def _graph_loop(cond_fn, body_fn, internal, state, names, meta, kind: str, loop_
                     raise Retry(token, {i: ("accumulate", ElementInference())}) from None
                 if any(not frame.promotable for frame in trace_state().loops):
                     raise  # a list an outer graph loop carries
-                raise StagingError(f"list '{e.spec.name}' is read in {loop_where.split(',')[0]} before anything "
+                raise StagingError(f"list '{e.spec.name}' is read in {_loop_where(meta, kind)} before anything "
                                    "is appended to it, and the loop cannot carry it as a list; append to it "
                                    "before reading it") from None
             except Exception as exc:
                 guessing = probing()
                 if not guessing:
-                    refuse_if_caught(exc, f"in the body of {loop_where.split(',')[0]}, which the graph runs any "
+                    refuse_if_caught(exc, f"in the body of {_loop_where(meta, kind)}, which the graph runs any "
                                           "number of times")
                     raise
                 changes = {i: ("accumulate", modes[i][1].failed()) for i in guessing}
