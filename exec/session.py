@@ -5,7 +5,7 @@ import threading
 
 import numpy as np
 
-from exec.compiled import MODES, compile_program, make_entry, select_program
+from exec.compiled import MODES, Program, Unstructured, compile_program, make_entry, select_program
 from exec.executor import execute
 from exec.plan import Plan, build_plan
 from exec.pool import Pool
@@ -54,6 +54,7 @@ class Session:
         self._plans: dict[tuple, Plan] = {}
         self._runners: dict[tuple, _Runner] = {}
         self._programs: dict[int, tuple] = {}  # id(plan) -> (plan, its compiled program or None)
+        self._compilations: dict[int, tuple] = {}  # id(plan) -> (plan, its Program or Unstructured)
 
     # -- running ---------------------------------------------------------------------------
     def run(self, fetches, feed_dict: dict | None = None):
@@ -108,6 +109,7 @@ class Session:
             if len(self._plans) > 64:
                 self._plans.clear()
                 self._programs.clear()
+                self._compilations.clear()
             self._plans[key] = plan
         return plan
 
@@ -115,8 +117,21 @@ class Session:
         """The compiled program that runs `plan` in this session's mode, or None: the executor runs it."""
         got = self._programs.get(id(plan))
         if got is None or got[0] is not plan:
-            got = self._programs[id(plan)] = (plan, select_program(self.mode, tensors, targets, feeds,
-                                                                   self.runtime))
+            got = self._programs[id(plan)] = (plan, select_program(
+                self.mode, lambda: self._compile(plan, tensors, targets, feeds)))
+        return got[1]
+
+    def _compile(self, plan: Plan, tensors, targets, feeds) -> Program:
+        """`plan` compiled (once, whatever the mode); raises exec.compiled.Unstructured."""
+        got = self._compilations.get(id(plan))
+        if got is None or got[0] is not plan:
+            try:
+                result = compile_program(tensors, targets, feeds, self.runtime)
+            except Unstructured as e:
+                result = e
+            got = self._compilations[id(plan)] = (plan, result)
+        if isinstance(got[1], Unstructured):
+            raise got[1]
         return got[1]
 
     def compiled_source(self, fetches, feed_dict=None) -> str:
@@ -124,8 +139,8 @@ class Session:
         keys; its values are not needed): the most readable view of what a run does. Raises
         exec.compiled.Unstructured, with the reason, for a plan that only the executor runs."""
         runner = _Runner(nest.flatten(fetches), list(feed_dict or ()))
-        self._plan(runner.ids + (self.graph.version,), runner.tensors, runner.targets, runner.feeds)
-        return compile_program(runner.tensors, runner.targets, runner.feeds, self.runtime).source
+        plan = self._plan(runner.ids + (self.graph.version,), runner.tensors, runner.targets, runner.feeds)
+        return self._compile(plan, runner.tensors, runner.targets, runner.feeds).source
 
     def _check_same_graph(self, tensors, targets, feeds) -> None:
         # a tensor of another graph would otherwise be computed from that graph, silently
@@ -140,6 +155,7 @@ class Session:
         self._plans.clear()
         self._runners.clear()
         self._programs.clear()
+        self._compilations.clear()
 
     def __enter__(self):
         return self

@@ -18,11 +18,12 @@ cost.
 from __future__ import annotations
 
 import os
+from typing import Callable
 
-from exec.compiled.program import Program, compile_program
+from exec.compiled.program import Program
 from exec.compiled.structure import Unstructured
 from graph import shapes as _sh
-from graph.node import Node, Tensor
+from graph.node import Node
 
 MODES = ("auto", "compiled", "dataflow")
 # An elementwise kernel on at least this many elements runs long enough (~100 us) for the pool
@@ -37,13 +38,14 @@ _CONSTANT_TIME = frozenset({"Const", "Placeholder", "Identity", "StopGradient", 
                             "TensorArrayRead", "TensorArrayWrite", "Shape", "Size", "Rank"})
 
 
-def select_program(mode: str, fetches: list[Tensor], targets: list[Node], feeds: list[Tensor], rt) -> Program | None:
-    """The compiled program that runs the plan in `mode`, or None where the dataflow executor runs it
-    (the mode says so, or the plan's control flow is not one the compiler structures)."""
+def select_program(mode: str, compile_plan: Callable[[], Program]) -> Program | None:
+    """The compiled program that runs a plan in `mode`, or None where the dataflow executor runs it
+    (the mode says so, or the plan's control flow is not one the compiler structures);
+    `compile_plan()` compiles the plan (exec.compiled.compile_program) or raises Unstructured."""
     if mode == "dataflow":
         return None
     try:
-        program = compile_program(fetches, targets, feeds, rt)
+        program = compile_plan()
     except Unstructured:
         return None
     if mode == "auto" and prefers_dataflow(program.nodes):
