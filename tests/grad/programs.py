@@ -441,13 +441,17 @@ def _graph_block(block, v, p, par):
             v[dst] = v[dst] - STEP * _graph_gradient(graph.reduce_sum(v[y] * graph.constant(C)), v[x], in_if)
         elif s[0] == "if":
             _, src, threshold, then_b, else_b = s
-            out = graph.cond(graph.reduce_sum(v[src]) > threshold,
-                             lambda: tuple(_graph_block(then_b, v, p, par)[k] for k in VARS),
-                             lambda: tuple(_graph_block(else_b, v, p, par)[k] for k in VARS))
+            out = graph.cond(graph.reduce_sum(v[src]) > threshold,   # each branch traced once, as Python runs it
+                             lambda: _in_order(_graph_block(then_b, v, p, par)),
+                             lambda: _in_order(_graph_block(else_b, v, p, par)))
             v = dict(zip(VARS, out))
         else:
             v = _graph_while(s, v, p, par)
     return v
+
+
+def _in_order(v: dict) -> tuple:
+    return tuple(v[k] for k in VARS)
 
 
 def _graph_while(s, v, p, par):
