@@ -106,14 +106,13 @@ class _Gen:
             options += [
                 lambda: "c = c + b * 0.5",
                 lambda: "c = 0",
-                lambda: "s = s * 0.5",
                 lambda: "d['p']['q'] = d['p']['q'] * 0.5 + b",
                 lambda: "b = b + len(acc) * 0.25",
                 lambda: "b = b + acc[-1] * 0.5 if len(acc) > 0 else b - 0.25",
                 lambda: "b = b * 0.5 + 1.0 if m and a > 2 else b",
             ]
             options += [lambda name=name: f"b = b + weights[{name}]" for name in scope if name in self.static]
-            if scope:  # (in a loop: a graph loop carries `s` as float32 from its start)
+            if scope:  # in a loop, which carries `s` as float32 from its start (see the README's limits)
                 options.append(lambda: f"s = s + w[{self.k(0, 2)}]")
         return self.pick(options)()
 

@@ -45,15 +45,6 @@ def used_after_zero_trip_loop(n):
     return y  # <- error
 
 
-def loop_dtype_change(n):
-    i = 0
-    s = np.int32(0)
-    while i < n:  # <- error
-        s = s + 1.5
-        i += 1
-    return s
-
-
 def loop_structure_change(n):
     h = (0.0,)
     i = 0
@@ -189,7 +180,6 @@ CASES = [
     (tensor_break_in_python_loop, (1.0,), (), transpile.StagingError,
      "iterates over a list_iterator, so it runs in Python"),
     (used_after_zero_trip_loop, (0,), (), RunError, "variable 'y' is used at {file}:{line} but was never assigned"),
-    (loop_dtype_change, (3,), (), Exception, "loop variable 's' has dtype int32 before the loop and float64"),
     (loop_structure_change, (3,), (), transpile.StagingError,
      "variable 'h' is tuple (value,) before the loop and tuple (value, value) after one iteration"),
     (generator, (1.0,), (), transpile.ConversionError, "`yield` is not supported"),

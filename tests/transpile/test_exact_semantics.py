@@ -517,3 +517,29 @@ def list_read_in_a_loop_that_never_appends_to_it(n, x):
 ], ids=lambda v: getattr(v, "__name__", ""))
 def test_cases_the_random_programs_found(fn, argsets):
     assert_converted_equivalent(fn, *argsets)
+
+
+def numpy_int_that_a_graph_loop_adds_floats_to(n):
+    i = 0
+    s = np.int32(0)
+    while i < n:
+        s = s + 1.5
+        i += 1
+    return s
+
+
+def python_int_from_an_inner_loop_summing_floats_later(n, x):
+    c = 0
+    for i in range(n):
+        for j in range(n):
+            c = 0
+    for k in range(n):
+        c = c + x * 0.5
+    return c
+
+
+def test_a_loop_variable_whose_dtype_the_body_changes_is_promoted_with_a_warning():
+    with pytest.warns(UserWarning, match=r"variable 's' is a int32\[\] tensor before the while loop at .* and a "
+                                         r"float64\[\] tensor after an iteration; it is float64 from the start"):
+        assert_converted_equivalent(numpy_int_that_a_graph_loop_adds_floats_to, (3,), (0,))
+    assert_converted_equivalent(python_int_from_an_inner_loop_summing_floats_later, (3, 1.0), (0, 1.0))

@@ -285,14 +285,17 @@ def weak_fixups(init_state, modes, loop_vars, outs, first_body_node: int) -> dic
     """
     changes = {}
     for i, (v0, mode) in enumerate(zip(init_state, modes, strict=True)):
-        if mode != ("tensor", None) or i not in loop_vars or i not in outs or not is_weak(v0):
+        if mode[0] != "tensor" or len(mode) > 2 or i not in loop_vars or i not in outs or not is_weak(v0):
             continue
         before, after = loop_vars[i], outs[i]
         dtype = leaf_dtype(after)
         if not isinstance(before, Tensor) or dtype is None:
             continue
-        if dtype != before.dtype or any(np.result_type(v0, d) != np.result_type(before.dtype, d)
-                                        for d in _computed_from(after, first_body_node)):
+        if mode[1] is not None:  # learned by a probe, which followed one path: another may widen it
+            if dtype != before.dtype:
+                changes[i] = ("tensor", [np.result_type(before.dtype, dtype)])
+        elif dtype != before.dtype or any(np.result_type(v0, d) != np.result_type(before.dtype, d)
+                                          for d in _computed_from(after, first_body_node)):
             changes[i] = ("probe",)
     return changes
 

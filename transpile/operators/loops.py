@@ -196,11 +196,22 @@ def _graph_loop(cond_fn, body_fn, internal, state, names, meta, kind: str, loop_
                     seen_outs[i] = value
             changes.update(weak_fixups(state, modes, init, seen_outs, nodes_before))
             if not changes and any(dtype_changed(init[i], v) for i, v in seen_outs.items()):
-                # about to fail on a dtype change: it may come from a Python number carried at its
-                # default dtype, in this loop or an enclosing one
+                # a dtype change: it may come from a Python number carried at its default dtype, in this
+                # loop or an enclosing one; else the variable takes both dtypes' promotion, as in a cond
                 if probes:
                     raise Retry(token, probes)
                 learn_weak_numbers_first()
+                for i, v in seen_outs.items():
+                    if modes[i][0] == "tensor" and len(modes[i]) <= 2 and dtype_changed(init[i], v):
+                        dtypes = joined_dtypes(init[i], v)
+                        if [leaf_dtype(x) for x in nest.flatten(init[i])] == dtypes:
+                            seen_outs[i] = cast_leaves(v, dtypes)
+                        else:
+                            warn_at_user_line(f"{variable_label(names[i], meta)} is {describe(init[i])} before "
+                                              f"{_loop_where(meta, kind)} and {describe(v)} after an iteration; it "
+                                              f"is {', '.join(map(str, dtypes))} from the start")
+                            changes[i] = ("tensor", dtypes)
+                result = list(seen_outs.values())
             if changes:
                 raise Retry(token, changes)
             return tuple(new_internal) + tuple(v + np.int64(1) for v in vs[len(internal):n_internal]) + \
