@@ -13,11 +13,11 @@ than return a gradient that misses part of what Python means.
 """
 from __future__ import annotations
 
+from grad.analysis import GraphIndex, Target, differentiable_dtype, is_within, origin
+from grad.registry import is_differentiable
 from graph.control_flow.contexts import CondContext, WhileContext
 from graph.core import Node, Tensor
 from graph.errors import GraphError, SourceLocation
-from grad.analysis import GraphIndex, Target, differentiable_dtype, is_within, origin
-from grad.registry import is_differentiable
 
 
 def produced_by(t: Tensor):
