@@ -7,9 +7,11 @@ from graph.control_flow import (
     cond,
     foldl,
     foldr,
+    loop_memory_policy,
     map_fn,
     scan,
     set_iteration_limit,
+    set_memory_policy,
     while_loop,
 )
 from graph.core import (

@@ -40,7 +40,12 @@ def _attr_value(v) -> str:
 def _attrs(node) -> str:
     if node.op == "Enter":
         a = node.attrs
-        return f"[frame={a['frame_name']}{', const' if a['is_constant'] else ''}, par={a['parallel_iterations']}]"
+        loop = node.frame   # its memory policy (graph.control_flow.memory_policy), when not the default
+        policy = getattr(loop, "memory_policy", "keep")
+        k = getattr(loop, "checkpoint_every", 1)
+        memory = "" if policy == "keep" else f", memory={policy}" if k == 1 else f", memory={policy}/{k}"
+        return f"[frame={a['frame_name']}{', const' if a['is_constant'] else ''}, par={a['parallel_iterations']}" \
+            f"{memory}]"
     items = [(k, v) for k, v in sorted(node.attrs.items()) if k not in _HIDDEN_ATTRS and not k.startswith("_")]
     if not items:
         return ""

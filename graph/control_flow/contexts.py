@@ -151,13 +151,18 @@ class WhileContext(_ContextBase):
     """One while loop: its frame, its plumbing nodes and its captured constants."""
 
     def __init__(self, frame_name: str, parallel_iterations: int, outer, source, names=None,
-                 swap_memory: bool = False, maximum_iterations=None, iteration_limit: int | None = None):
+                 swap_memory: bool = False, maximum_iterations=None, iteration_limit: int | None = None,
+                 memory_policy: str | None = None, checkpoint_every: int = 1):
         self.frame_name = frame_name
         self.parallel_iterations = parallel_iterations
         self.outer = outer
         self.source = source
         self.names = names
-        self.swap_memory = swap_memory
+        # what the loop's gradient keeps of its iterations (graph.control_flow.memory_policy):
+        # "keep", "swap" (= swap_memory) or "recompute" from a saved state every `checkpoint_every`
+        self.memory_policy = memory_policy or ("swap" if swap_memory else "keep")
+        self.checkpoint_every = checkpoint_every
+        self.swap_memory = self.memory_policy == "swap"
         self.maximum_iterations = maximum_iterations
         self.iteration_limit = iteration_limit            # built in: a run fails beyond it
         self.requested_iteration_limit: int | None = None  # asked for while the loop was built
@@ -217,6 +222,12 @@ class WhileContext(_ContextBase):
         """Asks for the loop to be built with `iteration_limit=limit` (`graph.set_iteration_limit`, called
         while its body is traced): `while_loop` builds it again when that differs from its limit."""
         self.requested_iteration_limit = limit
+
+    def set_memory_policy(self, policy: str, checkpoint_every: int = 1) -> None:
+        """Sets the loop's memory policy (checked by graph.control_flow.memory_policy.check_policy)."""
+        self.memory_policy = policy
+        self.checkpoint_every = checkpoint_every
+        self.swap_memory = policy == "swap"
 
     def is_invariant(self, t: Tensor) -> bool:
         n = t.node

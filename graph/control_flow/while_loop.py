@@ -18,6 +18,7 @@ import numpy as np
 from graph import nest
 from graph import shapes as _sh
 from graph.control_flow.contexts import WhileContext, effect_before
+from graph.control_flow.memory_policy import check_policy, default_policy
 from graph.core import get_default_graph
 from graph.errors import GraphError, user_location
 from graph.node import Tensor
@@ -36,7 +37,8 @@ register_op("CheckIterationLimit", lambda inputs, attrs: [(inputs[0].dtype, inpu
 
 def while_loop(cond, body, loop_vars, parallel_iterations: int = 32, maximum_iterations=None,
                name: str | None = None, names=None, swap_memory: bool = False, back_prop: bool = True,
-               iteration_limit: int | None = None):
+               iteration_limit: int | None = None, memory_policy: str | None = None,
+               checkpoint_every: int | None = None):
     """`while cond(*vars): vars = body(*vars)`, with the loop running inside the graph.
 
     `loop_vars` is a tuple/list of loop variables (each may be a nested
@@ -52,6 +54,14 @@ def while_loop(cond, body, loop_vars, parallel_iterations: int = 32, maximum_ite
     error messages use the user's variable names. Returns the final values, with
     the structure of `loop_vars`. A Variable that the loop reads but never assigns
     is read once, before the loop.
+
+    `memory_policy` says what the loop's gradient keeps of its iterations (see
+    graph.control_flow.memory_policy): "keep" (every value the gradient reads, the
+    default), "swap" (the same, movable to host memory; `swap_memory=True`) or
+    "recompute" (only the loop variables, every `checkpoint_every`-th iteration,
+    default 1; the gradient loop computes the rest again). Without one the loop takes
+    the policy of the `loop_memory_policy` block it is built in; `set_memory_policy`
+    called while its body is built sets it.
     """
     if not isinstance(loop_vars, (tuple, list)) or not loop_vars:
         raise GraphError("while_loop needs a non-empty tuple or list of loop variables")
@@ -63,13 +73,17 @@ def while_loop(cond, body, loop_vars, parallel_iterations: int = 32, maximum_ite
     flat = [convert(v) for v in nest.flatten(loop_vars)]
     max_iters = convert(maximum_iterations, dtype=None) if maximum_iterations is not None else None
     limit = _check_limit(iteration_limit if iteration_limit is not None else graph.default_iteration_limit)
+    if memory_policy is None and checkpoint_every is None and not swap_memory and default_policy(graph) is not None:
+        policy = default_policy(graph)
+    else:
+        policy = check_policy(memory_policy, checkpoint_every, swap_memory, source)
     labels = _labels(structure, names, len(flat) + 1)
     shapes = [t.shape for t in flat]
     hoist: list = []
     for _ in range(_MAX_RELAXATIONS + 1):
         checkpoint = graph.checkpoint()
         ctx, exits, body_shapes = _build(graph, cond, body, structure, flat, shapes, labels, max_iters, limit,
-                                         parallel_iterations, name, names, swap_memory, source, hoist)
+                                         parallel_iterations, name, names, policy, source, hoist)
         requested = ctx.requested_iteration_limit
         if requested is not None and requested != limit:  # the body asked for a limit: built again with it
             graph.rollback(checkpoint)
@@ -136,7 +150,7 @@ def _labels(structure, names, n) -> list[str]:
 
 
 def _build(graph, cond, body, structure, flat, shapes, labels, max_iters, limit,
-           parallel_iterations, name, names, swap_memory, source, hoist):
+           parallel_iterations, name, names, policy, source, hoist):
     outer = graph.context
     # an iteration counter, the last loop variable, when the trip count is bounded or limited
     counted = max_iters is not None or limit is not None
@@ -146,7 +160,8 @@ def _build(graph, cond, body, structure, flat, shapes, labels, max_iters, limit,
     labels = labels[:len(flat)]
     with graph.name_scope(name or "while") as scope:
         ctx = WhileContext(scope.rstrip("/"), parallel_iterations, outer, source, names=labels,
-                           swap_memory=swap_memory, maximum_iterations=max_iters, iteration_limit=limit)
+                           maximum_iterations=max_iters, iteration_limit=limit, memory_policy=policy[0],
+                           checkpoint_every=policy[1])
         ctx.structure = structure
         for var, dev in hoist:  # in program order with the effects before the loop, which its Enters follow
             with graph.device(dev):
