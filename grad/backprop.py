@@ -91,7 +91,8 @@ def _node_grad(state: GradState, n: Node, grads: Grads, var_grads: dict) -> None
     if len(out_grads) > 1 and n.op != "StackPop":  # a pop saves only the gradients there are
         out_grads = [g if g is not None else state.zeros_like(t) for g, t in zip(out_grads, n.outputs, strict=True)]
     op = GradOp(n, state)
-    in_grads = rule(op, *out_grads)
+    with n.graph.colocate_with(n):  # dist.place runs a node's gradient where the node runs
+        in_grads = rule(op, *out_grads)
     if isinstance(in_grads, Tensor) or in_grads is None:
         in_grads = [in_grads]
     in_grads = list(in_grads)

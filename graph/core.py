@@ -22,6 +22,7 @@ from graph import dtypes as _dt
 from graph import printing
 from graph import shapes as _sh
 from graph import validate as _validate
+from graph.devices import UNPLACED, parse_device
 from graph.errors import GraphError, SourceLocation, user_location
 from graph.node import ControlFlowContext, Node, Tensor
 from graph.op_registry import get_opdef
@@ -53,6 +54,8 @@ class Graph:
         self.seed: int | None = None
         self._seed_counter = itertools.count(1)
         self.collections: dict[str, list] = {}
+        # node -> the node it belongs with (built in a `colocate_with` block and placed by no scope)
+        self.colocation: dict[Node, Node] = {}
 
     # -- context managers ---------------------------------------------------------------
     @contextlib.contextmanager
@@ -96,8 +99,22 @@ class Graph:
 
     @contextlib.contextmanager
     def device(self, name: str):
-        """Nodes built inside are placed on device `name` ("/cpu:0", "/gpu:1", ...)."""
+        """Nodes built inside are placed on device `name` ("/cpu:0", "/task:1/cpu:0", ...: graph/devices.py);
+        "" leaves them unplaced (`dist.place` decides). A bad name is refused here, at the user's line."""
+        if name:
+            parse_device(name)
         self._device_stack.append(name)
+        try:
+            yield
+        finally:
+            self._device_stack.pop()
+
+    @contextlib.contextmanager
+    def colocate_with(self, node: Node):
+        """Nodes built inside, unless a `device` scope inside the block or around it places them, are
+        recorded as belonging with `node` (`colocation`): `dist.place` puts them on its device.
+        Gradients use it so that each forward node's gradient runs where the node does."""
+        self._device_stack.append(_Colocated(node))
         try:
             yield
         finally:
@@ -208,8 +225,10 @@ class Graph:
                 raise GraphError(f"control dependency on {c.name}, built inside {c.context.describe()}, "
                                  "cannot be used outside it", source)
         name = self.unique_name(name or op)
-        device = self._device_stack[-1] if self._device_stack else CPU
+        device, with_node = self._placement()
         node = Node(self, -1, name, op, inputs, _dedup(controls), attrs, device, source, ctx)
+        if with_node is not None:
+            self.colocation[node] = with_node
         try:
             specs = opdef.infer(inputs, attrs)
         except GraphError:
@@ -232,6 +251,32 @@ class Graph:
         self._version += 1
         return node
 
+    def _placement(self) -> tuple[str, Node | None]:
+        """(device, node to colocate with) of a node built now: the innermost `device` scope's name;
+        else, inside `colocate_with(n)`, UNPLACED and n."""
+        with_node = None
+        for entry in reversed(self._device_stack):
+            if isinstance(entry, _Colocated):
+                with_node = with_node or entry.node
+            else:
+                return entry, None
+        return UNPLACED, with_node
+
+    def insert_node(self, node: Node) -> Node:
+        """Adds `node`, built by the caller with its inputs and outputs set, as it is: no shape
+        inference, routing into contexts or effect ordering. For graph rewrites that copy nodes
+        (dist.partition); its name must not be taken."""
+        if node.graph is not self:
+            raise GraphError(f"insert_node: {node.name} belongs to another graph")
+        if node.name in self._by_name:
+            raise GraphError(f"insert_node: the name {node.name!r} is taken")
+        node.id = len(self.nodes)
+        self.nodes.append(node)
+        self._by_name[node.name] = node
+        self._name_counts.setdefault(node.name, 1)
+        self._version += 1
+        return node
+
     # -- undo: a loop body traced again with relaxed shapes, a trace made only to learn a structure --
     def checkpoint(self) -> Checkpoint:
         """The state to come back to with `rollback`: nodes built after it are removed then."""
@@ -249,6 +294,8 @@ class Graph:
             del self.variables[k]
         for k in [k for k, t in self.constant_cache.items() if t.node.id >= cp.num_nodes]:
             del self.constant_cache[k]
+        for k in [k for k in self.colocation if k.id >= cp.num_nodes]:
+            del self.colocation[k]
         ctx = self._context
         while ctx is not None:
             ctx.rollback(cp.num_nodes)
@@ -306,6 +353,13 @@ class Graph:
 
     def __iter__(self):
         return iter(self.nodes)
+
+
+@dataclass(frozen=True, slots=True)
+class _Colocated:
+    """A `colocate_with` block on the device stack."""
+
+    node: Node
 
 
 @dataclass(frozen=True, slots=True)

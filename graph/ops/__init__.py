@@ -1,5 +1,6 @@
 """Op builders. Importing this package registers every op type."""
-from graph.ops import numpy_api, tensor_methods  # noqa: F401  (install Tensor's numpy protocols and operators)
+# communication registers Send and Recv; numpy_api and tensor_methods install Tensor's numpy protocols and operators
+from graph.ops import communication, numpy_api, tensor_methods  # noqa: F401
 from graph.ops.array import *  # noqa: F401,F403
 from graph.ops.basic import assert_, group, identity, no_op, placeholder, print_, stop_gradient
 from graph.ops.conversion import constant, convert, static_value
