@@ -23,6 +23,8 @@ class Asserts(Converter):
     A message that is not a constant is passed as a lambda.
     """
 
+    statements_only = True
+
     def visit_Assert(self, node):
         if node.msg is None:
             msg = A.const(_source(node.test))

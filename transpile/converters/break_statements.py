@@ -43,6 +43,8 @@ class BreakStatements(Converter):
     the loop converter turns into the loop's condition.
     """
 
+    statements_only = True
+
     def _lower(self, stmts, flag):
         out = []
         for i, s in enumerate(stmts):

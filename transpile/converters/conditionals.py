@@ -34,6 +34,8 @@ class Conditionals(Converter):
     graph `cond` when it is a tensor.
     """
 
+    statements_only = True
+
     def __init__(self, ctx: Context):
         super().__init__(ctx)
         self.scopes: list[carried.ScopeInfo] = []

@@ -49,6 +49,8 @@ class ContinueStatements(Converter):
                                                       s += x[i]
     """
 
+    statements_only = True
+
     def _lower(self, stmts, flag):
         out = []
         for i, s in enumerate(stmts):

@@ -26,6 +26,8 @@ class Lists(BoundNamesScope, Converter):
     read, as in Python: its `append` stays a plain call.
     """
 
+    statements_only = True
+
     def visit_Expr(self, node):
         call = node.value
         if not (isinstance(call, gast.Call) and isinstance(call.func, gast.Attribute) and call.func.attr == "append"

@@ -53,6 +53,8 @@ class Loops(Converter):
                                      s = ag.for_stmt(xs, loop_body, (s,), ('s',))
     """
 
+    statements_only = True
+
     def __init__(self, ctx: Context):
         super().__init__(ctx)
         self.scopes: list[carried.ScopeInfo] = []

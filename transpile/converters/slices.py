@@ -33,6 +33,8 @@ class Slices(BoundNamesScope, Converter):
     assignment becomes `ag.set_item(buffer, i, v, in_place='buffer')`.
     """
 
+    statements_only = True
+
     def _rewrite(self, target, value, node):
         container = _container(target.value)
         if container is None:
