@@ -13,7 +13,9 @@ gets, through `resolve`:
 - for a value computed inside a loop being differentiated, a `StackPop` in the
   mirror of its context of what a `StackPush` saved in the forward loop, keyed
   by the iteration indices of every enclosing differentiated loop (all values
-  of one context share the push and the pop: one slot per iteration);
+  of one context share the push and the pop: one slot per iteration); under
+  the loop's memory policy "recompute", the value computed again from a saved
+  loop state instead (grad/recompute.py);
 - for a value of a cond branch outside any such loop, the value itself, captured
   into the mirror branch by a Switch (the gradient cond takes the same branch).
 """
@@ -46,6 +48,7 @@ class LoopRecord:
     backward: WhileContext
     counter: _saved.Counter
     index: Tensor            # in the gradient loop: the forward iteration it undoes
+    replay: object = None    # grad.recompute.Recompute for a loop with memory_policy="recompute"
 
 
 class GradState:
@@ -109,8 +112,8 @@ class GradState:
             self.home = home
 
     @contextmanager
-    def reversing(self, forward: WhileContext, backward: WhileContext, counter, index: Tensor):
-        rec = LoopRecord(forward, backward, counter, index)
+    def reversing(self, forward: WhileContext, backward: WhileContext, counter, index: Tensor, replay=None):
+        rec = LoopRecord(forward, backward, counter, index, replay)
         self.loops.append(rec)
         self._record_of[forward] = rec
         self._counter_index[counter.body] = rec
@@ -143,6 +146,9 @@ class GradState:
         if ctx.frame is not None and ctx.frame in self._record_of:
             if ctx is ctx.frame and self._loop_invariant(t.node, ctx):
                 return self._recomputed(t)
+            replay = self._record_of[ctx.frame].replay
+            if replay is not None:   # memory_policy="recompute": computed again, not saved
+                return replay.value(t)
             return self._popped(t, ctx)
         return self._imported(t, ctx)
 

@@ -38,6 +38,7 @@ from grad import saved as _saved
 from grad.accumulate import add_n, conform
 from grad.analysis import ancestors, cond_outer, is_within, variable_of
 from grad.backprop import backprop_region
+from grad.recompute import Recompute
 from grad.registry import register_construct_gradient, register_gradient
 from graph import dtypes as _dt
 from graph.control_flow.contexts import CondContext, CondState, WhileContext
@@ -177,15 +178,19 @@ def while_grad(state, loop: WhileContext, grads, var_grads: dict) -> None:
     if all(g is None for g in seeds.values()) and not state.has_inner_sources(loop):
         return
     consts = [(c, e) for c, e in loop.constant_enters.items() if state.is_active(e)]
-    after = loop_sums.plan(state, loop, consts)  # summed after the gradient loop, not in it
+    counter = _saved.counter_for(loop)
+    replay = Recompute(state, loop, counter) if loop.memory_policy == "recompute" else None
+    # summed after the gradient loop, not in it (not under "recompute": it saves rows of every iteration)
+    after = loop_sums.plan(state, loop, consts) if replay is None else {}
     deferred = [(c, after[e]) for c, e in consts if e in after]
     consts = [(c, e) for c, e in consts if e not in after]
     reads = _group_reads(state, state.index.reads_within(loop))
-    counter = _saved.counter_for(loop)
     last = sub(state.resolve(counter.exit), np.int64(1))
     init = [seeds[k] if seeds[k] is not None else state.zeros_like(exits[k]) for k in ks]
     init += [state.zeros_like(c) for c, _ in consts]
     init += [state.zeros_like(rs[0].outputs[0]) for _, rs in reads]
+    extra = replay.loop_vars() if replay is not None else []
+    init += extra
     built = []
 
     def body(index, *acc):
@@ -194,7 +199,10 @@ def while_grad(state, loop: WhileContext, grads, var_grads: dict) -> None:
         if len(built) > 1:
             raise GraphError("gradients: internal error: a gradient loop was traced twice "
                              "(its loop variables changed shape)")
-        with state.reversing(loop, graph.context, counter, index):
+        acc, ours = acc[:len(acc) - len(extra)], list(acc[len(acc) - len(extra):])
+        with state.reversing(loop, graph.context, counter, index, replay) as rec:
+            if replay is not None:
+                replay.start(rec, ours)
             state.row_sums.update(after)
             gx, rest = acc[:len(ks)], acc[len(ks):]
             body_seeds = {}
@@ -215,13 +223,15 @@ def while_grad(state, loop: WhileContext, grads, var_grads: dict) -> None:
                 new.append(a if g is None else add_n([a, g]))
             for e in after:
                 del state.row_sums[e]
+            if replay is not None:
+                new += replay.finish()
         return (sub(index, np.int64(1)), *new)
 
     res = while_loop(lambda index, *acc: greater_equal(index, np.int64(0)), body, (last, *init),
-                     parallel_iterations=loop.parallel_iterations, swap_memory=loop.swap_memory,
-                     name="while_grad")
+                     parallel_iterations=loop.parallel_iterations,
+                     memory_policy="swap" if loop.swap_memory else "keep", name="while_grad")
     state.built(built[0])
-    res = res[1:]
+    res = res[1:len(res) - len(extra)]
     for k, g in zip(ks, res, strict=False):
         t = loop.enters[k].inputs[0]
         grads.add(t, conform(g, t, "a loop variable"))

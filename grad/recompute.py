@@ -1,0 +1,335 @@
+"""The "recompute" memory policy: a gradient loop that computes forward values again instead of popping them.
+
+Under "keep" (grad/build_state.py) a forward loop saves, in every iteration, each value
+its gradient reads. A loop built with `memory_policy="recompute", checkpoint_every=k`
+saves only its loop state (the values of its loop variables at the start of an
+iteration) every k-th iteration, and its gradient loop rebuilds what the rules read:
+
+- k == 1: the backward iteration for forward iteration i pops the state of i and runs
+  the ops of the body that lead to the values its rules read (a *replay* of those
+  ops, built in the gradient loop body, conds of the body included);
+- k > 1: the forward loop saves the state of iterations 0, k, 2k, ... (a push inside
+  a cond on `i % k == 0`). The backward iteration that reaches the last iteration e
+  of a segment [c, c+k) (the first one of the segment the gradient loop meets) pops
+  the checkpoint c and runs the body forward from it, in an inner loop, up to e,
+  keeping the states c..e of the segment on a stack; each backward iteration then
+  pops its own state from there and replays its values as for k == 1. Memory: N/k
+  checkpoints and one segment of k states, instead of every value of N iterations;
+  work: about one more forward pass. A token carried by the gradient loop orders
+  each pop after the refill of its segment, whatever `parallel_iterations` allows.
+
+Loop variables that the body passes on unchanged are not saved (their value is the
+one they entered with), nor are values computed from loop constants alone
+(build_state computes those once, outside the gradient loop).
+
+A replay is only right when running the body's ops again gives the same values:
+`check_body` refuses bodies with effects (Variable reads of a Variable the loop
+changes, Variable writes, random draws, prints, asserts), stack or TensorArray
+writes, nested loops and ordering control edges, naming the loop and the op and
+saying to use "keep" or "swap" for that loop.
+"""
+from __future__ import annotations
+
+import weakref
+
+import numpy as np
+
+from grad.analysis import is_within
+from graph.control_flow.cond import cond
+from graph.control_flow.contexts import CondContext, WhileContext
+from graph.control_flow.stack import stack_pop
+from graph.control_flow.while_loop import while_loop
+from graph.core import Node, Tensor, route
+from graph.errors import GraphError
+from graph.op_registry import get_opdef
+from graph.ops.conversion import constant
+from graph.ops.math import add, equal, less, logical_or, mod, sub
+
+# loops whose bodies were found fit for a replay (a body does not change once its loop is built)
+_CHECKED: "weakref.WeakSet[WhileContext]" = weakref.WeakSet()
+
+
+def check_body(loop: WhileContext) -> None:
+    """Raises a GraphError at the loop's line when running its body again could give other values
+    or effects (see the module docstring)."""
+    if loop in _CHECKED:
+        return
+    for n in loop.graph.nodes:
+        ctx = n.context
+        if ctx is None or not is_within(ctx, loop):
+            continue
+        if ctx is not loop and isinstance(ctx.frame, WhileContext) and ctx.frame is not loop:
+            raise _refusal(loop, n, f"contains a nested while loop (at {ctx.frame.source})",
+                           "a replay does not run nested loops again")
+        what = _effect(n)
+        if what is not None:
+            raise _refusal(loop, n, *what)
+    if loop.has_effects:
+        raise _refusal(loop, None, "has effects (ordered ops)", "they would happen again")
+    _CHECKED.add(loop)
+
+
+def _effect(n: Node):
+    """(what the op does, why a replay cannot do it again) for an op that a replay must not run."""
+    op = n.op
+    if op == "ReadVariable":
+        return "reads a Variable that the loop assigns", "a replay would read its value at backward time"
+    if op.startswith("Assign"):
+        return "assigns a Variable", "a replay would assign it again"
+    if op in ("RandomUniform", "RandomNormal", "Categorical") or op.startswith("Random"):
+        return "draws random numbers", "a replay would draw other numbers"
+    if op in ("Print", "Assert"):
+        return f"has a {op}", "a replay would run it again"
+    if op.startswith("TensorArray") and get_opdef(op).stateful:
+        return "writes a TensorArray", "a replay would write it again"
+    if op.startswith("Stack"):
+        return "uses a stack", "a replay would push or pop again"
+    d = get_opdef(op)
+    if d.stateful or d.ordered:
+        return f"has a stateful op ({op})", "a replay could give another value"
+    return None
+
+
+def _refusal(loop: WhileContext, n: Node | None, what: str, why: str) -> GraphError:
+    at = f" ({n.op} at {n.source})" if n is not None and n.source is not None else ""
+    return GraphError(
+        f"gradients: {loop.describe()} has memory_policy='recompute', but its body {what}{at}: its gradient "
+        f"cannot compute forward values again ({why}). Build this loop with memory_policy='keep' or 'swap' "
+        "(transpile.loop_options(memory_policy=...) inside a converted loop).", loop.source)
+
+
+class Recompute:
+    """The forward values of one recomputed loop, rebuilt inside its gradient loop (one per gradient
+    loop built: `gradients` builds one gradient loop per forward loop and call)."""
+
+    def __init__(self, state, loop: WhileContext, counter):
+        check_body(loop)
+        self.state = state
+        self.graph = loop.graph
+        self.loop = loop
+        self.counter = counter
+        self.k = loop.checkpoint_every
+        saved_vars = [k for k, sw in enumerate(loop.switches) if sw.outputs[1] is not counter.body]
+        # loop variables the body passes on unchanged hold the value they entered with
+        self.fixed = [k for k in saved_vars if loop.next_iterations[k].inputs[0] is loop.switches[k].outputs[1]]
+        self.carried = [k for k in saved_vars if k not in self.fixed]
+        self.values = [loop.switches[k].outputs[1] for k in self.carried]
+        self._checkpoints: Tensor | None = None     # the stack of saved states
+        self._segment: Tensor | None = None         # k > 1: the stack of one segment's states
+        self._replay: _Replay | None = None
+        self.backward = None
+        self.index = None
+        self._token_in = self._token_out = None
+
+    # -- the gradient loop's side -----------------------------------------------------------
+    def loop_vars(self) -> list[Tensor]:
+        """Initial values of the gradient-loop variables this adds (k > 1: the segment token)."""
+        return [constant(np.int64(0))] if self.k > 1 else []
+
+    def start(self, rec, extra: list[Tensor]) -> None:
+        """The gradient loop body (`rec.backward`) is being built; `extra` are the loop_vars' values."""
+        self.rec = rec
+        self.backward = rec.backward
+        self.index = rec.index
+        self._token_in = self._token_out = extra[0] if extra else None
+
+    def finish(self) -> list[Tensor]:
+        """Next values of the loop_vars, once the gradient loop body is built."""
+        return [self._token_out] if self.k > 1 else []
+
+    def value(self, t: Tensor) -> Tensor:
+        """Forward tensor `t` of the loop body (or of a cond in it), computed again where the
+        gradient of its context is built."""
+        if self._replay is None:
+            self._replay = _Replay(self, self._state_leaves(self._restored_state()), self.index,
+                                   {self.loop: self.backward})
+        return self._replay.value(t)
+
+    # -- checkpoints ------------------------------------------------------------------------
+    def _keys(self, key: Tensor) -> list[Tensor]:
+        """Stack keys: the indices of the enclosing loops being differentiated, then `key`."""
+        recs = self.state.records_upto(self.loop)
+        return [r.index for r in recs[:-1]] + [key]
+
+    def _save_checkpoints(self) -> Tensor:
+        """The stack that the forward loop fills with its state every k-th iteration."""
+        if self._checkpoints is not None:
+            return self._checkpoints
+        state, graph, loop = self.state, self.graph, self.loop
+        handle = state.new_stack("checkpoints of " + loop.describe())
+        keys = [r.counter.body for r in state.records_upto(loop)]
+        if not self.values:
+            pass
+        elif self.k == 1:
+            state.push(handle, self.values, loop, keys, name="checkpoint")
+        else:
+            with graph.in_context(loop), graph.control_dependencies(None), \
+                    graph.name_scope(loop.frame_name + "/"):
+                every_k = equal(mod(self.counter.body, np.int64(self.k)), np.int64(0))
+
+                branch = []
+                cond(every_k, lambda: branch.append(graph.context), lambda: None, name="checkpoint_every")
+                # pushed once both branches exist: the counter waits for the branch taken (grad.saved)
+                with graph.in_context(branch[0]):
+                    state.push(handle, [route(branch[0], v) for v in self.values], branch[0], keys,
+                               name="checkpoint")
+        self._checkpoints = handle
+        return handle
+
+    def _pop(self, handle: Tensor, key: Tensor, name: str) -> list[Tensor]:
+        if not self.values:
+            return []
+        return stack_pop(handle, self._keys(key), [v.dtype for v in self.values], [v.shape for v in self.values],
+                         name=name)
+
+    def _push(self, handle: Tensor, values: list[Tensor], key: Tensor) -> Node:
+        keys = self._keys(key)
+        return self.graph.create_node("StackPush", [handle, *values, *keys],
+                                      {"swap_memory": False, "num_values": len(values)}, name="segment")
+
+    def _restored_state(self) -> list[Tensor]:
+        """In the gradient loop body: the state at the start of the forward iteration `index`."""
+        graph, state = self.graph, self.state
+        checkpoints = self._save_checkpoints()
+        with graph.in_context(self.backward), graph.control_dependencies(None), graph.name_scope("recompute/"):
+            if self.k == 1:
+                return self._pop(checkpoints, self.index, "checkpoint")
+            if not self.values:
+                return []
+            self._segment = segment = state.new_stack("segment of " + self.loop.describe())
+            index, k = self.index, np.int64(self.k)
+            trips = state.resolve(self.counter.exit)
+            start = sub(index, mod(index, k))
+            # the backward iteration that meets a segment first: its last iteration
+            first_met = logical_or(equal(index, sub(trips, np.int64(1))), equal(mod(index, k), k - 1))
+            token = self._token_in
+
+            def refill():
+                ckpt = self._pop(checkpoints, start, "checkpoint")
+
+                def body(j, *s):
+                    push = self._push(segment, list(s), j)
+                    step = _Replay(self, self._state_leaves(list(s)), j, {self.loop: graph.context})
+                    nxt = [step.value(self.loop.next_iterations[c].inputs[0]) for c in self.carried]
+                    j = graph.create_node("Identity", [add(j, np.int64(1))], name="pushed",
+                                          control_inputs=[push]).outputs[0]
+                    return (j, *nxt)
+                j, *s = while_loop(lambda j, *s: less(j, index), body, (start, *ckpt), parallel_iterations=1,
+                                   name="forward_again", memory_policy="keep")
+                last = self._push(segment, list(s), index)
+                return graph.create_node("Identity", [token], name="refilled",
+                                         control_inputs=[last, j.node]).outputs[0]
+
+            self._token_out = cond(first_met, refill, lambda: token, name="segment")
+            ready = graph.create_node("Identity", [segment], name="segment_ready",
+                                      control_inputs=[self._token_out.node]).outputs[0]
+            return self._pop(ready, index, "state")
+
+    def _state_leaves(self, values: list[Tensor]) -> dict[Tensor, Tensor]:
+        """Forward loop-variable tensors of the body -> their values in a replay."""
+        loop, leaves = self.loop, {}
+        for k, v in zip(self.carried, values, strict=True):
+            leaves[loop.switches[k].outputs[1]] = leaves[loop.merges[k].outputs[0]] = v
+        return leaves
+
+
+class _Replay:
+    """The body's ops that lead to the values asked for, built again in other contexts: the forward
+    loop's own context in `targets[loop]`, a cond of the body in the mirror of its branch (the
+    gradient cond, which takes the same branch) or in a copy of the cond built here."""
+
+    def __init__(self, owner: Recompute, leaves: dict, index: Tensor, targets: dict):
+        self.owner = owner
+        self.state = owner.state
+        self.loop = owner.loop
+        self.graph = owner.graph
+        self.leaves = leaves
+        self.leaves[owner.counter.body] = index
+        self.targets = targets
+        self.memo: dict = {}
+
+    def value(self, t: Tensor) -> Tensor:
+        got = self.leaves.get(t)
+        if got is not None:
+            return got
+        state, loop = self.state, self.loop
+        n = t.node
+        if n.op == "Enter" and n.context is loop:
+            if not n.attrs["is_constant"]:
+                raise GraphError(f"gradients: internal error: loop variable Enter {n.name} reached in a replay")
+            return state.resolve(n.inputs[0])
+        if n.op == "Enter" and n.attrs["is_constant"] and n.context is not loop and is_within(n.context, loop):
+            raise GraphError(f"gradients: internal error: {n.name} of a nested loop reached in a replay")
+        ctx = state.value_context(t)
+        if ctx is None or not is_within(ctx, loop):
+            return state.resolve(t)
+        for k in self.owner.fixed:
+            if t is loop.switches[k].outputs[1] or t is loop.merges[k].outputs[0]:
+                return state.resolve(loop.enters[k].inputs[0])
+        target = self._target(ctx)
+        key = (t, id(target))
+        out = self.memo.get(key)
+        if out is not None:
+            return out
+        unit = state.index.cond_unit.get(n)
+        if ctx is loop and state._loop_invariant(n, loop):
+            out = state._recomputed(t)
+        elif unit is not None and n.op == "Switch":
+            out = route(target, self.value(n.inputs[0]))
+        elif unit is not None and n.op == "Merge" and n in unit.merges:
+            out = self._cond(unit, target)[unit.merges.index(n)]
+        else:
+            out = self._op(n, target).outputs[t.index]
+        self.memo[key] = out
+        return out
+
+    def _target(self, ctx):
+        got = self.targets.get(ctx)
+        if got is not None:
+            return got
+        mirror = self.state.mirror.get(ctx)
+        if mirror is not None and self.state.visible(mirror):
+            return mirror
+        raise GraphError(f"gradients: internal error: no context to compute a value of {ctx.describe()} again in")
+
+    def _op(self, n: Node, target) -> Node:
+        controls = [c for c in n.control_inputs if not _is_pivot(c)]
+        if controls:
+            raise _refusal(self.loop, n, f"orders {n.op} {n.name} after {controls[0].name} by a control "
+                           "dependency", "a replay cannot keep that order")
+        ins = [self.value(x) for x in n.inputs]
+        with self.graph.in_context(target), self.graph.control_dependencies(None):
+            return self.graph.create_node(n.op, ins, dict(n.attrs), name="recomputed_" + n.name.rsplit("/", 1)[-1],
+                                          source=n.source)
+
+    def _cond(self, s, target) -> list[Tensor]:
+        """Outputs of a copy of forward cond `s` (with its predicate recomputed), built in `target`."""
+        key = (s, id(target))
+        out = self.memo.get(key)
+        if out is not None:
+            return out
+        pred = self.value(s.pred)
+
+        def branch(b):
+            def build():
+                ctx = next(c for c in s.branches if c.branch == b)
+                self.targets[ctx] = self.graph.context
+                try:
+                    return [self.value(m.inputs[b]) for m in s.merges]
+                finally:
+                    del self.targets[ctx]
+            return build
+        with self.graph.in_context(target), self.graph.control_dependencies(None):
+            out = cond(pred, branch(1), branch(0), name="recomputed_cond")
+        self.memo[key] = out
+        return out
+
+
+def _is_pivot(node: Node) -> bool:
+    """Whether `node` is a gate of its context (a pivot), not a dependence on a value or an effect."""
+    ctx = node.context
+    if isinstance(ctx, WhileContext):
+        return ctx.is_pivot(node)
+    if isinstance(ctx, CondContext):
+        return getattr(ctx, "_pivot", None) is node
+    return False
