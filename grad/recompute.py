@@ -16,7 +16,8 @@ iteration) every k-th iteration, and its gradient loop rebuilds what the rules r
   pops its own state from there and replays its values as for k == 1. Memory: N/k
   checkpoints and one segment of k states, instead of every value of N iterations;
   work: about one more forward pass. A token carried by the gradient loop orders
-  each pop after the refill of its segment, whatever `parallel_iterations` allows.
+  each pop after the refill of its segment, and each refill after the pops of the
+  segment before, whatever `parallel_iterations` allows.
 
 Loop variables that the body passes on unchanged are not saved (their value is the
 one they entered with), nor are values computed from loop constants alone
@@ -176,9 +177,13 @@ class Recompute:
         self._checkpoints = handle
         return handle
 
-    def _pop(self, handle: Tensor, key: Tensor, name: str) -> list[Tensor]:
+    def _pop(self, handle: Tensor, key: Tensor, name: str, after: Node | None = None) -> list[Tensor]:
+        """The saved state under `key` (built here, after node `after` of this context if given)."""
         if not self.values:
             return []
+        if after is not None:
+            handle = self.graph.create_node("Identity", [handle], name=name + "_after",
+                                            control_inputs=[after]).outputs[0]
         return stack_pop(handle, self._keys(key), [v.dtype for v in self.values], [v.shape for v in self.values],
                          name=name)
 
@@ -205,7 +210,9 @@ class Recompute:
             token = self._token_in
 
             def refill():
-                ckpt = self._pop(checkpoints, start, "checkpoint")
+                # after the pops of the segment before (see the token below): one segment held at a time
+                after = graph.create_node("Identity", [token], name="previous_popped")
+                ckpt = self._pop(checkpoints, start, "checkpoint", after=after)
 
                 def body(j, *s):
                     push = self._push(segment, list(s), j)
@@ -220,10 +227,14 @@ class Recompute:
                 return graph.create_node("Identity", [token], name="refilled",
                                          control_inputs=[last, j.node]).outputs[0]
 
-            self._token_out = cond(first_met, refill, lambda: token, name="segment")
+            refilled = cond(first_met, refill, lambda: token, name="segment")
             ready = graph.create_node("Identity", [segment], name="segment_ready",
-                                      control_inputs=[self._token_out.node]).outputs[0]
-            return self._pop(ready, index, "state")
+                                      control_inputs=[refilled.node]).outputs[0]
+            state_now = self._pop(ready, index, "state")
+            # the token the next backward iteration gets: its segment is refilled and this state popped
+            self._token_out = graph.create_node("Identity", [refilled], name="popped",
+                                                control_inputs=[state_now[0].node]).outputs[0]
+            return state_now
 
     def _state_leaves(self, values: list[Tensor]) -> dict[Tensor, Tensor]:
         """Forward loop-variable tensors of the body -> their values in a replay."""
