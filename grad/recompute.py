@@ -60,7 +60,7 @@ def check_body(loop: WhileContext) -> None:
         if ctx is None or not is_within(ctx, loop):
             continue
         if ctx is not loop and isinstance(ctx.frame, WhileContext) and ctx.frame is not loop:
-            raise _refusal(loop, n, f"contains a nested while loop (at {ctx.frame.source})",
+            raise _refusal(loop, None, f"contains a nested while loop (at {ctx.frame.source})",
                            "a replay does not run nested loops again")
         what = _effect(n)
         if what is not None:

@@ -1,0 +1,135 @@
+"""memory_policy options of graph.while_loop (checked, saved, listed) and the bodies "recompute" refuses: effects,
+TensorArray writes and nested loops, each named with the loop's line and the policies to use instead."""
+import os
+
+import numpy as np
+import pytest
+
+import grad
+import graph
+from exec import Session
+from graph.printing import format_graph
+
+
+def _loop(body_extra, **opts):
+    """A loop whose body also runs body_extra(i, h) (for its effect or its value); its gradient."""
+    g = graph.Graph()
+    with g.as_default():
+        x = graph.placeholder(np.float64, (3,), name="x")
+
+        def body(i, h):
+            h = graph.tanh(h) + body_extra(i, h)
+            return i + 1, h
+        _, h = graph.while_loop(lambda i, h: i < 4, body, (graph.constant(0), x),  # the loop under test
+                                memory_policy="recompute", **opts)
+        loss = graph.reduce_sum(h)
+    return g, lambda: grad.gradients(loss, [x])
+
+
+def _refused(body_extra, *words):
+    g, differentiate = _loop(body_extra)
+    with open(__file__) as f:
+        line = next(n for n, text in enumerate(f, 1) if text.rstrip().endswith("# the loop under test"))
+    with g.as_default(), pytest.raises(graph.GraphError) as e:
+        differentiate()
+    msg = str(e.value)
+    assert f"{os.path.basename(__file__)}:{line}" in msg, msg     # the loop's line
+    assert "memory_policy='recompute'" in msg and "'keep' or 'swap'" in msg, msg
+    for w in words:
+        assert w in msg, msg
+
+
+def test_a_variable_the_loop_assigns_is_refused():
+    v = {}
+
+    def extra(i, h):
+        var = v.setdefault("v", graph.Variable(np.zeros(3), name="V"))
+        var.assign(h)
+        return var.read() * 0.0
+    _refused(extra, "Variable")
+
+
+def test_random_draws_are_refused():
+    _refused(lambda i, h: graph.random_normal((3,), seed=1) * 0.1, "random")
+
+
+def test_prints_are_refused():
+    def extra(i, h):
+        graph.print_(h)
+        return h * 0.0
+    _refused(extra, "Print")
+
+
+def test_tensor_array_writes_are_refused():
+    def extra(i, h):
+        ta = graph.TensorArray(np.float64, size=4)
+        ta = ta.write(i, h)
+        return ta.read(i) * 0.0
+    _refused(extra, "TensorArray")
+
+
+def test_a_nested_loop_is_refused():
+    def extra(i, h):
+        _, y = graph.while_loop(lambda j, y: j < 2, lambda j, y: (j + 1, y * 0.5), (graph.constant(0), h))
+        return y
+    _refused(extra, "nested while loop")
+
+
+def test_a_recomputed_loop_inside_a_kept_loop():
+    g = graph.Graph()
+    with g.as_default():
+        x = graph.placeholder(np.float64, (3,), name="x")
+
+        def outer(i, h):
+            _, h = graph.while_loop(lambda j, y: j < i + 1, lambda j, y: (j + 1, graph.sin(y) * 1.1),
+                                    (graph.constant(0), h), memory_policy=policy, checkpoint_every=k)
+            return i + 1, graph.tanh(h)
+        out = {}
+        for policy, k in (("recompute", 2), ("keep", None)):
+            _, h = graph.while_loop(lambda i, h: i < 5, outer, (graph.constant(0), x))
+            out[policy] = grad.gradients(graph.reduce_sum(h * h), [x])[0]
+    got = Session(g).run(out, {x: np.array([0.3, -0.4, 0.8])})
+    np.testing.assert_allclose(got["recompute"], got["keep"], rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("opts, words", [
+    (dict(memory_policy="fast"), "memory_policy must be one of"),
+    (dict(memory_policy="keep", checkpoint_every=2), "checkpoint_every is an option of memory_policy='recompute'"),
+    (dict(memory_policy="recompute", checkpoint_every=0), "checkpoint_every must be a Python int >= 1"),
+    (dict(memory_policy="recompute", swap_memory=True), "swap_memory=True asks for memory_policy='swap'"),
+])
+def test_bad_options_are_errors_at_the_users_line(opts, words):
+    g = graph.Graph()
+    with g.as_default(), pytest.raises(graph.GraphError, match=words) as e:
+        graph.while_loop(lambda i: i < 3, lambda i: i + 1, (graph.constant(0),), **opts)
+    assert os.path.basename(__file__) in str(e.value)
+
+
+def test_the_policy_is_kept_listed_saved_and_loaded(tmp_path):
+    g = graph.Graph()
+    with g.as_default():
+        x = graph.placeholder(np.float64, (3,), name="x")
+        step = (lambda i, h: i < 3, lambda i, h: (i + 1, graph.tanh(h)), (graph.constant(0), x))
+        graph.while_loop(*step, memory_policy="recompute", checkpoint_every=4, name="a")
+        graph.while_loop(*step, swap_memory=True, name="b")
+        with graph.loop_memory_policy("recompute"):
+            graph.while_loop(*step, name="c")
+
+            def body(i, h):
+                graph.set_memory_policy("keep")
+                return i + 1, h
+            graph.while_loop(lambda i, h: i < 3, body, (graph.constant(0), x), name="d")
+        graph.while_loop(*step, name="e")
+    expected = {"a": ("recompute", 4, False), "b": ("swap", 1, True), "c": ("recompute", 1, False),
+                "d": ("keep", 1, False), "e": ("keep", 1, False)}
+    listing = format_graph(g)
+    assert "%a/Enter = Enter[frame=a, par=32, memory=recompute/4]" in listing
+    assert "%b/Enter = Enter[frame=b, par=32, memory=swap]" in listing
+    assert "%e/Enter = Enter[frame=e, par=32]" in listing
+    g.save(str(tmp_path / "g.fg"))
+    loaded = graph.load(str(tmp_path / "g.fg"))
+    loaded = getattr(loaded, "graph", loaded)
+    for gr in (g, loaded):
+        loops = {n.frame.frame_name: n.frame for n in gr.nodes if n.op == "Enter"}
+        got = {name: (lp.memory_policy, lp.checkpoint_every, lp.swap_memory) for name, lp in loops.items()}
+        assert got == expected
