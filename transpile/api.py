@@ -163,7 +163,8 @@ class Function:
     last goes straight to that trace (transpile/fast_calls.py).
 
     `maximum_iterations` guards every graph loop its traces build (the loops of
-    the functions it calls included): a run in which a loop's condition still
+    the functions it calls included, except those of a transpile.function with a
+    `maximum_iterations` of its own, which keeps it when called here): a run in which a loop's condition still
     holds after that many iterations fails with a RunError naming the loop (its
     file:line) and the limit, instead of running on. A loop's body can set its
     own with `transpile.loop_options(maximum_iterations=...)`. Ctrl-C during a
@@ -293,7 +294,21 @@ class Function:
             raise
 
     def _transpile_inline(self):
-        return convert(self.python_function)
+        return self.with_own_loop_options(convert(self.python_function))
+
+    def with_own_loop_options(self, converted):
+        """`converted` (this function's converted code), to be called inside another function's trace
+        with this function's own `maximum_iterations` for the loops it builds, not the caller's; a
+        function without one keeps the caller's (as a plain function it calls does)."""
+        limit = self.maximum_iterations
+        if limit is None:
+            return converted
+
+        @functools.wraps(converted)
+        def call(*args, **kwargs):
+            with graph.get_default_graph().iteration_limit(limit):
+                return converted(*args, **kwargs)
+        return call
 
     def get_graph(self, *args, **kwargs):
         """The traced graph for these arguments (printable with str() and .to_dot())."""
@@ -550,7 +565,8 @@ class _BoundFunction:
         return self._function.compiled_code(self._obj, *args, **kwargs)
 
     def _transpile_inline(self):
-        return types.MethodType(convert(self._function.python_function), self._obj)
+        return self._function.with_own_loop_options(types.MethodType(convert(self._function.python_function),
+                                                                     self._obj))
 
     def __getattr__(self, name):
         return getattr(self._function, name)
