@@ -1,9 +1,10 @@
 """`python -m dist.launch -n 2 script.py args...`: runs script.py on 2 MPI ranks.
 
 A thin wrapper over `mpiexec`: it finds the one the `mpich` wheel installed next to this Python
-(else the first on PATH), runs `python -m mpi4py script.py args` on every rank (so an uncaught
-exception on one rank aborts the job instead of leaving the others waiting) and exits with the
-job's status. The same script also runs under a plain `mpiexec -n 2 python script.py`.
+(else the first on PATH), runs `python -m mpi4py -m dist.run script.py args` on every rank (mpi4py
+makes an uncaught exception on one rank abort the job instead of leaving the others waiting;
+dist.run imports dist.mpi before the script) and exits with the job's status. The same script
+also runs under a plain `mpiexec -n 2 python script.py` if it imports dist.mpi itself.
 
 Every rank runs the whole script and builds the same graph; `Session.run` on rank k runs the
 partitions placed on "/task:k/...".
@@ -34,7 +35,7 @@ def find_mpiexec() -> str:
 def command(n: int, argv: list[str], module: bool = False) -> list[str]:
     """The mpiexec command line that runs `argv` (a script and its arguments) on `n` ranks."""
     target = ["-m", *argv] if module else argv
-    return [find_mpiexec(), "-n", str(n), sys.executable, "-m", "mpi4py", *target]
+    return [find_mpiexec(), "-n", str(n), sys.executable, "-m", "mpi4py", "-m", "dist.run", *target]
 
 
 def main(args: list[str] | None = None) -> int:

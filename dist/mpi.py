@@ -40,7 +40,8 @@ from collections import deque
 import numpy as np
 
 from dist import wire
-from exec.rendezvous import LocalRendezvous, Rendezvous
+from exec import multi_device
+from exec.rendezvous import Aborted, LocalRendezvous, Rendezvous, rendezvous_key
 from graph.devices import task_of
 
 # MPI tags: a value's header, an abort of a step, the message that stops the receive thread;
@@ -327,3 +328,90 @@ class MpiRendezvous(Rendezvous):
                     "the rank that sends it may have hung or died. Set FLOWGRAPH_RECV_TIMEOUT (seconds) or "
                     "MpiRendezvous(timeout=...) if its work legitimately takes longer"))
                 return
+
+
+class MpiProcessGroup:
+    """Runs this rank's part of every multi-device run (exec/multi_device.py's process group).
+
+    Rank k runs the devices of task k, all ranks meeting in one `MpiRendezvous` per run; then each
+    rank sends the values it fetched to every other one (through the same rendezvous), so `run`
+    returns all the fetches on every rank. Every rank must make the same runs in the same order,
+    as an SPMD script does; the runs are numbered in that order.
+    """
+
+    def __init__(self, comm=None, timeout: float | None = None):
+        self._comm, self.timeout = comm, timeout
+        self._transport: MpiTransport | None = None
+        self._steps = itertools.count(1)
+
+    @property
+    def transport(self) -> MpiTransport:
+        if self._transport is None:  # at the first run, on every rank alike: it duplicates the communicator
+            self._transport = MpiTransport.of(self._comm)
+        return self._transport
+
+    def execute(self, plan, feed_values: list, pool=None) -> list:
+        transport = self.transport
+        rank, size = transport.rank, transport.size
+        tasks = {d: task_of(d) for d in plan.devices}
+        beyond = sorted(d for d, t in tasks.items() if t >= size)
+        if beyond:  # every rank sees the same plan, so every rank stops here alike
+            raise RuntimeError(f"the run uses device(s) {', '.join(beyond)}, but this MPI job has {size} rank(s) "
+                               f"(tasks 0-{size - 1}): start it with -n {max(tasks.values()) + 1}")
+        rdv = MpiRendezvous(step=next(self._steps), timeout=self.timeout, transport=transport)
+        try:
+            local = {d for d, t in tasks.items() if t == rank}
+            results = multi_device.execute(plan, feed_values, pool, rendezvous=rdv, devices=local)
+            return self._share_fetches(plan, results, tasks, rdv)
+        finally:
+            rdv.close()
+
+    def _share_fetches(self, plan, results: list, tasks: dict, rdv: MpiRendezvous) -> list:
+        rank, size = rdv.rank, self.transport.size
+        waiting: dict[str, int] = {}
+        for part in plan.parts:  # (device, plan, the fetch indices it computes, ...)
+            device = part[0]
+            for k in part[2]:
+                if tasks[device] == rank:
+                    for other in range(size):
+                        if other != rank:
+                            rdv.send(_fetch_key(device, other, k), results[k], False)
+                else:
+                    waiting[_fetch_key(device, rank, k)] = k
+        if not waiting:
+            return results
+        arrived = threading.Condition()
+        got: dict[int, tuple] = {}
+
+        def collector(k):
+            def on(value, is_dead):
+                with arrived:
+                    got[k] = (value, is_dead)
+                    arrived.notify()
+            return on
+
+        for key, k in waiting.items():
+            rdv.recv(key, collector(k))
+        with arrived:
+            arrived.wait_for(lambda: len(got) == len(waiting))  # the timeout's abort completes every recv
+        for k, (value, is_dead) in got.items():
+            if value.__class__ is Aborted:
+                raise value.error
+            results[k] = value
+        return results
+
+
+def _fetch_key(device: str, dest_rank: int, k: int) -> str:
+    return rendezvous_key(device, f"/task:{dest_rank}/cpu:0", f"fetch:{k}", "")
+
+
+def _in_mpi_job() -> bool:
+    # the launchers' environment: MPICH's hydra (PMI_SIZE), Open MPI; no MPI call before a run needs one
+    for var in ("PMI_SIZE", "OMPI_COMM_WORLD_SIZE"):
+        if var in os.environ:
+            return int(os.environ[var]) > 1
+    return False
+
+
+if _in_mpi_job():
+    multi_device.set_process_group(MpiProcessGroup())

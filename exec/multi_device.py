@@ -72,12 +72,31 @@ def _with_loop_predicates(graph, nodes: list, fed: set) -> list:
     return prune(nodes + missing, fed) if missing else nodes
 
 
-def execute(plan, feed_values: list, pool=None, rendezvous: Rendezvous | None = None) -> list:
-    """Runs a Plan (on the executor) or a DevicesPlan (see the module docstring); returns the fetched values."""
+# What runs a DevicesPlan in a job of several processes: dist/mpi.py installs one when imported in an
+# MPI job. Its `execute(plan, feed_values, pool)` runs this process's devices (through `execute` below,
+# with `rendezvous` and `devices`) and returns every fetched value, those of the other processes too.
+_process_group = None
+
+
+def set_process_group(group) -> None:
+    """Makes `group` (None: none) run this process's DevicesPlans; see `_process_group`."""
+    global _process_group
+    _process_group = group
+
+
+def execute(plan, feed_values: list, pool=None, rendezvous: Rendezvous | None = None, devices=None) -> list:
+    """Runs a Plan (on the executor) or a DevicesPlan (see the module docstring); returns the fetched values.
+
+    `devices` (a set of device names) runs only those devices' parts, leaving None for the fetches
+    of the others: each process of a multi-process job runs its own devices so, with a `rendezvous`
+    that reaches the others. Given neither, a process group set by `set_process_group` runs it."""
     if not isinstance(plan, DevicesPlan):
         return executor.execute(plan, feed_values, pool)
+    if rendezvous is None and devices is None and _process_group is not None:
+        return _process_group.execute(plan, feed_values, pool)
     rendezvous = rendezvous if rendezvous is not None else LocalRendezvous()
     results: list = [None] * plan.num_fetches
+    parts = plan.parts if devices is None else [p for p in plan.parts if p[0] in devices]
 
     def run(device_plan: Plan, indices: list[int]) -> None:
         try:
@@ -88,13 +107,13 @@ def execute(plan, feed_values: list, pool=None, rendezvous: Rendezvous | None = 
         for k, v in zip(indices, out, strict=True):
             results[k] = v
 
-    threads = [threading.Thread(target=run, args=(p, idx), name=f"device {d}", daemon=True)
-               for d, p, idx in plan.parts[1:]]
+    threads = [threading.Thread(target=run, args=part[1:], name=f"device {part[0]}", daemon=True)
+               for part in parts[1:]]
     for t in threads:
         t.start()
     try:
-        _, first, idx = plan.parts[0]
-        run(first, idx)
+        if parts:
+            run(*parts[0][1:])
     finally:
         for t in threads:
             t.join()
