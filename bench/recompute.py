@@ -16,12 +16,12 @@ Variants (the same graph but for the loop's memory_policy):
                 once from its checkpoint, in an inner loop of the gradient loop
 Reported per variant and execution mode (compiled code, the dataflow executor): the peak bytes
 held by saved values (the memory manager's peak_bytes: stack slots, exec/memory.py), the step time
-(median of --repeats runs after a warm-up run; the first run, with compiling, is not timed) and the
-cost against keep. Gradients are checked equal to keep's (to 1e-5 relative, float32 summed in
+(median of --rounds x --repeats runs after a warm-up run, the variants of a mode interleaved round by
+round; the first run, with compiling, is not timed) and the cost against keep. Gradients are checked equal to keep's (to 1e-5 relative, float32 summed in
 another order). "other cores" is the mean number of cores other processes used while timing.
 Ends with one line `BENCH_JSON: {...}`.
 
-Usage: python bench/recompute.py [--seq 200] [--repeats 5] [--modes compiled,dataflow]
+Usage: python bench/recompute.py [--seq 200] [--rounds 3] [--repeats 2] [--modes compiled,dataflow]
 """
 from __future__ import annotations
 
@@ -87,37 +87,48 @@ def build(T, policy, k):
     return g, (loss, grads), {Wx: Wx0, Wh: Wh0, b: b0, X: X0, Y: Y0}
 
 
-def measure(T, policy, k, mode, repeats):
-    g, fetches, feeds = build(T, policy, k)
-    sess = Session(g, mode=mode)
-    mem = memory_manager(sess.runtime)
-    t0 = time.perf_counter()
-    first = sess.run(fetches, feeds)
-    first_s = time.perf_counter() - t0
-    times = []
-    with P.Contention() as busy:
-        for _ in range(repeats):
-            mem.reset_peak()
-            t0 = time.perf_counter()
-            sess.run(fetches, feeds)
-            times.append(time.perf_counter() - t0)
-    return {"peak_bytes": int(mem.stats()["peak_bytes"]), "step_ms": 1e3 * statistics.median(times),
-            "first_ms": 1e3 * first_s, "other_cores": busy.other_cores, "values": first}
+def measure(T, mode, rounds, repeats):
+    """{(policy, k): figures}: the variants' sessions built and warmed up, then timed interleaved
+    (`rounds` times `repeats` steps each), so that load from other processes falls on all alike."""
+    runs = {}
+    for policy, k in POLICIES:
+        g, fetches, feeds = build(T, policy, k)
+        sess = Session(g, mode=mode)
+        t0 = time.perf_counter()
+        values = sess.run(fetches, feeds)
+        runs[policy, k] = {"run": (sess, fetches, feeds), "first_ms": 1e3 * (time.perf_counter() - t0),
+                           "values": values, "times": [], "busy": []}
+    for _ in range(rounds):
+        for r in runs.values():
+            sess, fetches, feeds = r["run"]
+            mem = memory_manager(sess.runtime)
+            with P.Contention() as busy:
+                for _ in range(repeats):
+                    mem.reset_peak()
+                    t0 = time.perf_counter()
+                    sess.run(fetches, feeds)
+                    r["times"].append(time.perf_counter() - t0)
+            r["busy"].append(busy.other_cores)
+            r["peak_bytes"] = int(mem.stats()["peak_bytes"])
+    return {key: {"peak_bytes": r["peak_bytes"], "step_ms": 1e3 * statistics.median(r["times"]),
+                  "first_ms": r["first_ms"], "other_cores": statistics.mean(r["busy"]), "values": r["values"]}
+            for key, r in runs.items()}
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--seq", type=int, default=200)
-    ap.add_argument("--repeats", type=int, default=5)
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--repeats", type=int, default=2)
     ap.add_argument("--modes", default="compiled,dataflow")
     args = ap.parse_args()
     modes = args.modes.split(",")
     rows = {}
     for mode in modes:
-        for policy, k in POLICIES:
-            rows[mode, policy, k] = measure(args.seq, policy, k, mode, args.repeats)
+        for (policy, k), r in measure(args.seq, mode, args.rounds, args.repeats).items():
+            rows[mode, policy, k] = r
     print(f"LSTM-like loop, T={args.seq}, H={H}, B={B}, D={D}, float32; {platform.machine()}, "
-          f"{os.cpu_count()} cores; median of {args.repeats} steps")
+          f"{os.cpu_count()} cores; median of {args.rounds} x {args.repeats} steps, variants interleaved")
     print(f"{'mode':9} {'policy':12} {'saved peak':>12} {'vs keep':>8} {'step ms':>9} {'cost':>7} {'other cores':>12}")
     results = {}
     for mode in modes:
@@ -135,7 +146,7 @@ def main():
                                          "peak_vs_keep": round(ratio, 4), "cost_vs_keep": round(cost, 4),
                                          "other_cores": round(r["other_cores"], 2)}
     print("BENCH_JSON: " + json.dumps({"bench": "recompute", "T": args.seq, "H": H, "B": B, "D": D,
-                                       "repeats": args.repeats, "results": results}))
+                                       "steps": args.rounds * args.repeats, "results": results}))
 
 
 if __name__ == "__main__":
