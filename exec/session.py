@@ -5,14 +5,13 @@ import threading
 
 import numpy as np
 
-# exec/session.py alone in exec may import dist, and only its graph-level modules (docs/design.md, "Layering")
-from dist.partition import partition
-from dist.placement import place
 from exec.compiled import MODES, Program, Unstructured, compile_program, make_entry, select_program
-from exec.multi_device import DevicesPlan, execute, plan_run
-from exec.plan import Plan
+from exec.device.swapping import DeviceMemoryManager
+from exec.executor import execute
+from exec.plan import Plan, build_plan
 from exec.pool import Pool
 from exec.runtime import Runtime
+from exec.timeline import Timeline, traced_plan
 from graph import dtypes as _dt
 from graph import nest
 from graph import shapes as _sh
@@ -45,13 +44,26 @@ class Session:
     frame-tagged executor, and "auto" compiles unless the executor's parallelism pays
     (exec/compiled/auto.py). A plan the compiler cannot structure runs on the executor in
     every mode.
+
+    `device` (an exec.device.Device, e.g. `SimulatedDevice(memory_limit=...)`) keeps the values
+    loops save for their gradients (stack slots) in its memory, accounted against its limit, and
+    swaps them to host memory under `memory_policy`: "keep" swaps the loops built with
+    `swap_memory=True`, "swap" every loop's (exec/device/swapping.py). Kernels still run on the
+    host's numpy (docs/design.md, "Devices").
     """
 
-    def __init__(self, graph: Graph | None = None, inter_op_threads: int = 2, out=None, mode: str = "auto"):
+    def __init__(self, graph: Graph | None = None, inter_op_threads: int = 2, out=None, mode: str = "auto",
+                 device=None, memory_policy: str = "keep"):
         if mode not in MODES:
             raise ValueError(f"mode must be one of {', '.join(map(repr, MODES))}, got {mode!r}")
         self.graph = graph if graph is not None else get_default_graph()
         self.runtime = Runtime(out=out)
+        self.device = device
+        if device is not None:
+            self.runtime.memory = DeviceMemoryManager(device, memory_policy)
+        elif memory_policy != "keep":
+            raise ValueError(f"memory_policy={memory_policy!r} needs a device whose memory it manages: "
+                             "Session(graph, device=SimulatedDevice(memory_limit=...), memory_policy=...)")
         self.inter_op_threads = inter_op_threads
         self.mode = mode
         self._plans: dict[tuple, Plan] = {}
@@ -60,7 +72,7 @@ class Session:
         self._compilations: dict[int, tuple] = {}  # id(plan) -> (plan, its Program or Unstructured)
 
     # -- running ---------------------------------------------------------------------------
-    def run(self, fetches, feed_dict: dict | None = None):
+    def run(self, fetches, feed_dict: dict | None = None, trace: str | None = None):
         """Computes `fetches` (a tensor, node, Variable, or a nested structure of them).
 
         A fetched Variable gives its value after the run. `feed_dict` maps placeholders (or
@@ -71,6 +83,10 @@ class Session:
         float or a number into a bool is refused with a TypeError naming the input. A
         Python int is weak, as in numpy: any integer dtype whose range holds it takes it.
         Its shape must match the tensor's known dims (ValueError otherwise).
+
+        `trace` (a file name) writes the run's timeline there as a Chrome/Perfetto trace
+        (exec/timeline.py): kernel spans per executor thread, the device's stream spans and its
+        memory in use. A traced run runs on the dataflow executor, whose kernels it times.
         """
         flat = nest.flatten(fetches)
         feed_dict = feed_dict or {}
@@ -83,8 +99,26 @@ class Session:
             if len(self._runners) > 64:
                 self._runners.clear()
             self._runners[key] = runner
-        out = runner.run(self, list(feed_dict.values()))
+        if trace is None:
+            out = runner.run(self, list(feed_dict.values()))
+        else:
+            out = self._traced_run(runner, list(feed_dict.values()), trace)
         return nest.pack_as(fetches, out) if not isinstance(fetches, (Tensor, Node)) else out[0]
+
+    def _traced_run(self, runner: "_Runner", values: list, path: str) -> list:
+        timeline, device = Timeline(), self.device
+        if device is not None:
+            device.timeline = timeline
+            device._count_memory()
+        try:
+            out = runner.run(self, values, timeline)
+            if device is not None:
+                device.synchronize()  # the copies the run started, up to their ends
+        finally:
+            if device is not None:
+                device.timeline = None
+        timeline.write(path)
+        return out
 
     def make_callable(self, fetches: list, feed_list=()):
         """A function of the values of the tensors `feed_list` (in that order) that runs the flat
@@ -107,9 +141,8 @@ class Session:
         if plan is None:
             self._check_same_graph(tensors, targets, feeds)
             self.graph.validate()
-            # a graph whose nodes name several devices is partitioned, one plan per device (exec/multi_device.py)
-            plan = plan_run(self.graph, tensors, targets, feeds, self.runtime, use_pool=self.inter_op_threads > 0,
-                            partition=_partition)
+            plan = build_plan(self.graph, tensors, targets, feeds, self.runtime,
+                              use_pool=self.inter_op_threads > 0)
             if len(self._plans) > 64:
                 self._plans.clear()
                 self._programs.clear()
@@ -119,8 +152,6 @@ class Session:
 
     def _compiled(self, plan: Plan, tensors, targets, feeds):
         """The compiled program that runs `plan` in this session's mode, or None: the executor runs it."""
-        if isinstance(plan, DevicesPlan):  # each device's part runs on an executor of its own
-            return None
         got = self._programs.get(id(plan))
         if got is None or got[0] is not plan:
             got = self._programs[id(plan)] = (plan, select_program(
@@ -198,7 +229,7 @@ class _Runner:
         self.version = None         # the graph version that `checks` were made for
         self.planned = (None, None)  # the last plan run, and the pool it runs with
 
-    def run(self, session: Session, values) -> list:
+    def run(self, session: Session, values, timeline: Timeline | None = None) -> list:
         """The flat fetches' values after a run of `session` with `values` fed to the fed tensors (in order)."""
         version = session.graph.version
         if version != self.version:  # a graph change may have refined a fed tensor's shape
@@ -211,7 +242,12 @@ class _Runner:
         if plan is not last:
             pool = _shared_pool(session.inter_op_threads) if plan.uses_pool else None
             self.planned = (plan, pool)
-        results = program(values) if program is not None else execute(plan, values, pool)
+        if timeline is not None:
+            if pool is None and plan.uses_pool:
+                pool = _shared_pool(session.inter_op_threads)
+            results = execute(traced_plan(plan, timeline, session.runtime.memory), values, pool)
+        else:
+            results = program(values) if program is not None else execute(plan, values, pool)
         out = []
         for kind, k, dtype in self.kinds:
             if kind == "t":
@@ -221,11 +257,6 @@ class _Runner:
             else:
                 out.append(None)
         return out
-
-
-def _partition(graph: Graph, nodes: list, fed: set):
-    """`nodes` of `graph` placed (dist.place) and partitioned (dist.partition)."""
-    return partition(graph, place(graph, nodes), nodes, fed)
 
 
 def _as_feed_key(t) -> Tensor:

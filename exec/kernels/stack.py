@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from exec.kernels.registry import kernel
-from exec.memory import MemoryManager, memory_manager
+from exec.memory import InFlight, MemoryManager, memory_manager
 
 
 class Stack:
@@ -19,15 +19,15 @@ class Stack:
         self.layout: list = []   # (key, rows) of the values the last concat joined
 
     def push(self, key, value, swap: bool) -> None:
-        token = self.memory.save(value, swap)
+        token = self.memory.save(value, swap, self.name, key)
         if self.slots.setdefault(key, token) is not token:
             self.memory.free(token)
             raise RuntimeError(f"stack {self.name!r}: a value for iteration {_fmt(key)} was already saved")
 
     def push_many(self, key, values, swap: bool) -> None:
         """Saves several values in one slot (what one context saves per iteration)."""
-        save = self.memory.save
-        tokens = [save(v, swap) for v in values]  # a list: a single value's token is a tuple
+        save, name = self.memory.save, self.name
+        tokens = [save(v, swap, name, key) for v in values]  # a list: a single value's token is a tuple
         if self.slots.setdefault(key, tokens) is not tokens:
             for t in tokens:
                 self.memory.free(t)
@@ -41,11 +41,13 @@ class Stack:
         return token
 
     def pop(self, key):
-        return self.memory.restore(self._take(key))
+        return self.memory.restore(self._take(key), True)
 
-    def pop_many(self, key) -> tuple:
+    def pop_many(self, key):
+        """The slot's values as a tuple (on a device: an InFlight for it while some are being copied back)."""
         restore = self.memory.restore
-        return tuple([restore(t) for t in self._take(key)])
+        values = [restore(t, True) for t in self._take(key)]
+        return InFlight.gather(values) if self.memory.defers else tuple(values)
 
     def concat(self, dtype, row_shape):
         """Every value, in key order, joined along axis 0; the stack is left empty."""
