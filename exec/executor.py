@@ -56,6 +56,8 @@ from exec.node_kinds import (
     NEXT,
     NORMAL,
     PENDING,
+    RECV,
+    SEND,
     SWITCH,
     TO_GUARDED,
     TO_LOOP_MERGE,
@@ -66,6 +68,7 @@ from exec.pending import DEAD, FIRED, FIRST_SLOT, REMAINING, merge_record
 from exec.plan import Plan
 from exec.pool import Pool
 from exec.recurrence import BUSY_CORES
+from exec.rendezvous import Aborted
 
 _MISSING = object()
 _ready_queue = deque  # the queue of nodes to run; tests replace it to see which nodes ran
@@ -98,7 +101,7 @@ class Frame:
 class Iteration:
     """The tag of a value: iteration `n` of `frame`, with its per-node pending inputs."""
 
-    __slots__ = ("frame", "n", "pending", "outstanding", "children", "skipped")
+    __slots__ = ("frame", "n", "pending", "outstanding", "children", "skipped", "tag")
 
     def __init__(self, frame: Frame, n: int):
         self.frame = frame
@@ -107,18 +110,20 @@ class Iteration:
         self.outstanding = 0      # items queued or running in this iteration
         self.children: dict[str, Frame] = {}
         self.skipped: set[int] | None = None  # ids of the branches skipped in this iteration
+        self.tag: str | None = None  # its rendezvous frame tag, made on first use (`_tag`)
 
 
-def execute(plan: Plan, feed_values: list, pool: Pool | None = None) -> list:
-    """Runs `plan` once; returns the fetched values (numpy) in fetch order."""
+def execute(plan: Plan, feed_values: list, pool: Pool | None = None, rendezvous=None) -> list:
+    """Runs `plan` once; returns the fetched values (numpy) in fetch order. A plan with Send and
+    Recv nodes (one device's partition, exec/multi_device.py) needs the run's `rendezvous`."""
     with blas.single_threaded():  # the pool is the parallelism: see exec/blas.py
         if pool is None or not plan.recurrence:
-            return _Run(plan, pool, False).run(feed_values)
+            return _Run(plan, pool, False, rendezvous).run(feed_values)
         # where a loop's recurrence runs depends on whether other processes took the cores
         # during this plan's last run (exec/recurrence.py)
         before = load.snapshot()
         try:
-            return _Run(plan, pool, plan.other_cores < BUSY_CORES).run(feed_values)
+            return _Run(plan, pool, plan.other_cores < BUSY_CORES, rendezvous).run(feed_values)
         finally:
             other = load.other_cores(before, load.snapshot())
             if other is not None:
@@ -134,9 +139,9 @@ class _Run:
     """
 
     __slots__ = ("plan", "cons", "tmpl", "ndata", "guards", "cond_switches", "ready", "append", "results",
-                 "root_frame", "root", "pool", "completions", "inflight", "inline_recurrence")
+                 "root_frame", "root", "pool", "completions", "inflight", "inline_recurrence", "rendezvous")
 
-    def __init__(self, plan: Plan, pool: Pool | None, inline_recurrence: bool):
+    def __init__(self, plan: Plan, pool: Pool | None, inline_recurrence: bool, rendezvous=None):
         self.plan = plan
         # the tables `deliver` reads, as attributes of their own: one lookup instead of two per delivery
         self.cons, self.tmpl, self.ndata = plan.cons, plan.tmpl, plan.ndata
@@ -152,6 +157,11 @@ class _Run:
         self.completions: SimpleQueue = SimpleQueue()
         self.inflight = 0  # pool jobs and InFlight pops not yet completed
         self.inline_recurrence = inline_recurrence  # run the loops' recurrences here, not on the pool
+        # Send and Recv meet there; a Recv's value comes back through `completions`, as a pool job's
+        self.rendezvous = rendezvous
+        if rendezvous is not None and self.completions is None:
+            self.completions = SimpleQueue()
+        self.root.tag = ""
 
     def run(self, feed_values: list) -> list:
         """Runs the plan to the end; returns the fetched values in fetch order."""
@@ -167,12 +177,15 @@ class _Run:
         except KeyboardInterrupt as interrupt:
             raise self._interrupted(interrupt) from None
         if error is not None:
+            i, it, exc = error
+            failure = _run_error(self.plan, i, it, exc)
+            if self.rendezvous is not None:  # the other devices stop too; this run's pending Recvs return
+                self.rendezvous.abort(failure)
             # let in-flight pool work drain so no thread touches this run afterwards
             while self.inflight:
                 self.completions.get()
                 self.inflight -= 1
-            i, it, exc = error
-            raise _run_error(self.plan, i, it, exc) from exc
+            raise failure from exc
         return self._fetched()
 
     def _interrupted(self, interrupt: KeyboardInterrupt) -> RunInterrupted:
@@ -203,6 +216,7 @@ class _Run:
         root_frame, popleft = self.root_frame, self.ready.popleft
         ready, completions, pool = self.ready, self.completions, self.pool
         deliver, maybe_finish = self.deliver, self._maybe_finish
+        comm, rendezvous = plan.comm, self.rendezvous
         inflight = 0
         error = None
         while True:
@@ -210,8 +224,14 @@ class _Run:
                 i, it, out, exc = completions.get()
                 inflight -= 1
                 if exc is not None:
-                    error = (i, it, exc)
-                    break
+                    if exc is not RECEIVED_DEAD:
+                        error = (i, it, exc)
+                        break
+                    o = it.outstanding + deliver(cons[i], None, True, it) - 1  # a dead token from a Send
+                    it.outstanding = o
+                    if not o and it.frame is not root_frame:
+                        maybe_finish(it)
+                    continue
                 # first: a skip() it makes counts in `it` itself
                 queued = deliver(cons[i], out, False, it) if kind[i] != MULTI else self._deliver_ports(i, out, it)
                 o = it.outstanding + queued - 1
@@ -295,6 +315,18 @@ class _Run:
                         continue
                 queued = self._deliver_ports(i, values, it)
                 values = None
+            elif k == SEND:  # what it sends is its value in this iteration, or a dead token
+                queued = 0
+                try:
+                    rendezvous.send(comm[i] + (it.tag if it.tag is not None else _tag(it)), args[0], dead)
+                except Exception as e:
+                    error = (i, it, e)
+                    break
+            elif k == RECV:  # asynchronous: the value comes back through `completions`
+                inflight += 1
+                rendezvous.recv(comm[i] + (it.tag if it.tag is not None else _tag(it)),
+                                _on_received(completions, i, it))
+                continue  # stays outstanding until its completion is processed
             else:  # ASYNC: a heavy kernel, for the pool
                 if dead:
                     queued = deliver(cons[i], None, True, it)
@@ -575,6 +607,34 @@ class _Run:
                                t.node)
             out.append(value)
         return out
+
+
+# --------------------------------------------------------------------------- Send and Recv
+
+RECEIVED_DEAD = object()  # a completion's "exception" that says: the Recv got a dead token
+
+
+def _on_received(completions: SimpleQueue, i: int, it: Iteration):
+    """Recv `i`'s rendezvous callback in iteration `it`: queues its value (or a dead token, or the
+    error of an aborted run) as a completion, from whichever thread calls it."""
+    def received(value, is_dead: bool) -> None:
+        if not is_dead:
+            completions.put((i, it, value, None))
+        elif value.__class__ is Aborted:
+            completions.put((i, it, None, value.error))
+        else:
+            completions.put((i, it, None, RECEIVED_DEAD))
+    return received
+
+
+def _tag(it: Iteration) -> str:
+    """The rendezvous frame tag of `it` (exec/rendezvous.py: `frame_tag`), cached on it."""
+    if it.tag is None:
+        parent = it.frame.parent
+        outer = parent.tag if parent.tag is not None else _tag(parent)
+        own = f"{it.frame.name}@{it.n}"
+        it.tag = f"{outer}|{own}" if outer else own
+    return it.tag
 
 
 # --------------------------------------------------------------------------- error reports

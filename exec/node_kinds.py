@@ -7,9 +7,10 @@ from __future__ import annotations
 
 # Node kinds. A COND_SWITCH is a Switch whose untaken side is skipped (exec/branches.py); an ASYNC
 # node is a NORMAL one whose kernel may run on the pool (exec/recurrence.py).
-NORMAL, MULTI, SWITCH, MERGE, LOOP_MERGE, ENTER, EXIT, NEXT, ASYNC, COND_SWITCH = range(10)
+# SEND and RECV are a cut edge's two halves (exec/rendezvous.py): a Send runs dead too, a Recv waits asynchronously.
+NORMAL, MULTI, SWITCH, MERGE, LOOP_MERGE, ENTER, EXIT, NEXT, ASYNC, COND_SWITCH, SEND, RECV = range(12)
 # Kinds whose consumers are one entry list; the others keep (port 0, port 1, control) lists.
-SINGLE_OUTPUT_KINDS = frozenset({NORMAL, ENTER, EXIT, NEXT, ASYNC})
+SINGLE_OUTPUT_KINDS = frozenset({NORMAL, ENTER, EXIT, NEXT, ASYNC, SEND, RECV})
 
 # Consumer-edge modes: how a value is handed to its consumer.
 #   DIRECT         the consumer's only input: queued at once

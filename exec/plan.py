@@ -24,6 +24,8 @@ from exec.node_kinds import (
     NEXT,
     NORMAL,
     PENDING,
+    RECV,
+    SEND,
     SINGLE_OUTPUT_KINDS,
     SWITCH,
     TO_FETCH,
@@ -33,10 +35,11 @@ from exec.node_kinds import (
 )
 from exec.pending import REMAINING, slot_of, template
 from exec.recurrence import on_main_recurrence
+from exec.rendezvous import rendezvous_key
 from graph import shapes as _sh
 from graph.core import Node, Tensor
 
-_KIND_OF_OP = {"Switch": SWITCH, "Enter": ENTER, "Exit": EXIT, "NextIteration": NEXT}
+_KIND_OF_OP = {"Switch": SWITCH, "Enter": ENTER, "Exit": EXIT, "NextIteration": NEXT, "Send": SEND, "Recv": RECV}
 
 # Elementwise work on at least this many elements goes to the pool (when enabled).
 ASYNC_MIN_ELEMENTS = 1 << 17
@@ -70,6 +73,7 @@ class Plan:
     branches: list = field(default_factory=list)     # skippable branches (exec/branches.py)
     cond_switches: dict = field(default_factory=dict)  # COND_SWITCH -> (branch ids, dead consumers outside)
     guards: dict = field(default_factory=dict)       # TO_GUARDED/TO_PRED destination -> ids of branches holding it
+    comm: dict = field(default_factory=dict)         # Send/Recv -> its rendezvous key but the frame tag
 
 
 def prune(fetch_nodes: list[Node], fed: set) -> list[Node]:
@@ -138,6 +142,9 @@ def build_plan(graph, fetches: list[Tensor], targets: list[Node], feeds: list[Te
         # it is called without arguments, as DIRECT would hand it the control value
         if kind[i] not in (MERGE, LOOP_MERGE) and (nin[i] > 1 or nin[i] == 1 and nd == 0):
             tmpl[i] = template(nin[i])
+        if k in (SEND, RECV):
+            a = n.attrs
+            plan.comm[i] = rendezvous_key(a["send_device"], a["recv_device"], a["tensor_name"], "")
         if k == ENTER:
             name = n.attrs["frame_name"]
             plan.frame_info[i] = (name, n.attrs["is_constant"], n.attrs["parallel_iterations"])

@@ -5,10 +5,13 @@ import threading
 
 import numpy as np
 
+# exec/session.py alone in exec may import dist, and only its graph-level modules (docs/design.md, "Layering")
+from dist.partition import partition
+from dist.placement import place
 from exec.compiled import MODES, Program, Unstructured, compile_program, make_entry, select_program
 from exec.device.swapping import DeviceMemoryManager
-from exec.executor import execute
-from exec.plan import Plan, build_plan
+from exec.multi_device import DevicesPlan, execute, plan_run
+from exec.plan import Plan
 from exec.pool import Pool
 from exec.runtime import Runtime
 from exec.timeline import Timeline, traced_plan
@@ -141,8 +144,9 @@ class Session:
         if plan is None:
             self._check_same_graph(tensors, targets, feeds)
             self.graph.validate()
-            plan = build_plan(self.graph, tensors, targets, feeds, self.runtime,
-                              use_pool=self.inter_op_threads > 0)
+            # a graph whose nodes name several devices is partitioned, one plan per device (exec/multi_device.py)
+            plan = plan_run(self.graph, tensors, targets, feeds, self.runtime, use_pool=self.inter_op_threads > 0,
+                            partition=_partition)
             if len(self._plans) > 64:
                 self._plans.clear()
                 self._programs.clear()
@@ -152,6 +156,8 @@ class Session:
 
     def _compiled(self, plan: Plan, tensors, targets, feeds):
         """The compiled program that runs `plan` in this session's mode, or None: the executor runs it."""
+        if isinstance(plan, DevicesPlan):  # each device's part runs on an executor of its own
+            return None
         got = self._programs.get(id(plan))
         if got is None or got[0] is not plan:
             got = self._programs[id(plan)] = (plan, select_program(
@@ -242,7 +248,7 @@ class _Runner:
         if plan is not last:
             pool = _shared_pool(session.inter_op_threads) if plan.uses_pool else None
             self.planned = (plan, pool)
-        if timeline is not None:
+        if timeline is not None and not isinstance(plan, DevicesPlan):  # a partitioned run is not traced yet
             if pool is None and plan.uses_pool:
                 pool = _shared_pool(session.inter_op_threads)
             results = execute(traced_plan(plan, timeline, session.runtime.memory), values, pool)
@@ -257,6 +263,11 @@ class _Runner:
             else:
                 out.append(None)
         return out
+
+
+def _partition(graph: Graph, nodes: list, fed: set):
+    """`nodes` of `graph` placed (dist.place) and partitioned (dist.partition)."""
+    return partition(graph, place(graph, nodes), nodes, fed)
 
 
 def _as_feed_key(t) -> Tensor:

@@ -38,7 +38,7 @@ from grad import saved as _saved
 from grad.accumulate import add_n, conform
 from grad.analysis import ancestors, cond_outer, is_within, variable_of
 from grad.backprop import backprop_region
-from grad.recompute import Recompute
+from grad.recompute import Recompute, check_differentiable
 from grad.registry import register_construct_gradient, register_gradient
 from graph import dtypes as _dt
 from graph.control_flow.contexts import CondContext, CondState, WhileContext
@@ -177,6 +177,7 @@ def while_grad(state, loop: WhileContext, grads, var_grads: dict) -> None:
     seeds = {k: grads.total(exits[k]) if state.is_active(exits[k]) else None for k in ks}
     if all(g is None for g in seeds.values()) and not state.has_inner_sources(loop):
         return
+    check_differentiable(loop)
     consts = [(c, e) for c, e in loop.constant_enters.items() if state.is_active(e)]
     counter = _saved.counter_for(loop)
     replay = Recompute(state, loop, counter) if loop.memory_policy == "recompute" else None

@@ -48,6 +48,20 @@ from graph.ops.math import add, equal, less, logical_or, mod, sub
 
 # loops whose bodies were found fit for a replay (a body does not change once its loop is built)
 _CHECKED: "weakref.WeakSet[WhileContext]" = weakref.WeakSet()
+# gradient loops that refill segments of states (k > 1) -> the forward loop they differentiate
+_SEGMENTED: "weakref.WeakKeyDictionary[WhileContext, WhileContext]" = weakref.WeakKeyDictionary()
+
+
+def check_differentiable(loop: WhileContext) -> None:
+    """Raises if `loop` is the gradient loop of a loop recomputed from checkpoints every k > 1
+    iterations: its segment refills (stacks pushed in an inner loop) have no gradient of their own."""
+    forward = _SEGMENTED.get(loop)
+    if forward is not None:
+        raise GraphError(
+            f"gradients: the gradient of {forward.describe()} is differentiated again here, but that loop has "
+            f"memory_policy='recompute' with checkpoint_every={forward.checkpoint_every}: the segments its "
+            "gradient loop recomputes cannot be differentiated. Use checkpoint_every=1, or memory_policy='keep' "
+            "or 'swap', for that loop.", forward.source)
 
 
 def check_body(loop: WhileContext) -> None:
@@ -202,6 +216,7 @@ class Recompute:
             if not self.values:
                 return []
             self._segment = segment = state.new_stack("segment of " + self.loop.describe())
+            _SEGMENTED[self.backward] = self.loop
             index, k = self.index, np.int64(self.k)
             trips = state.resolve(self.counter.exit)
             start = sub(index, mod(index, k))

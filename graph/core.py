@@ -210,7 +210,9 @@ class Graph:
             if t.node.graph is not self:
                 raise GraphError(f"{op}: input {t.name} belongs to a different graph", source)
         explicit_controls = [c.node if isinstance(c, Tensor) else c for c in control_inputs]
-        block_controls = [n for deps in self._control_deps for n in deps]
+        # A Merge fires on its first live input, so it cannot wait for control inputs: the values
+        # that reach it were computed in the block (after its control inputs) and carry the order.
+        block_controls = [] if op == "Merge" else [n for deps in self._control_deps for n in deps]
         raw = context is not _CURRENT
         ctx = context if raw else self._context
         controls = explicit_controls + block_controls
@@ -401,7 +403,12 @@ def route(ctx: ControlFlowContext | None, t: Tensor, source: SourceLocation | No
     chain = _ancestors(ctx)
     if src is not None and src not in chain:
         raise escape_error(t, ctx, source)
-    return ctx.capture(route(ctx.outer, t, source) if ctx.outer is not src else t)
+    outer = route(ctx.outer, t, source) if ctx.outer is not src else t
+    # The Enter or Switch that brings `t` in is plumbing of the context boundary, not the node being
+    # built: an open control_dependencies block names nodes of the reading node's frame, which the
+    # Enter (in t's frame) cannot wait for. The reading node gets those control inputs itself.
+    with t.graph.control_dependencies(None):
+        return ctx.capture(outer)
 
 
 def route_control(ctx: ControlFlowContext, node: Node, source: SourceLocation | None = None) -> Node:
@@ -412,7 +419,8 @@ def route_control(ctx: ControlFlowContext, node: Node, source: SourceLocation | 
                          "cond branch or loop body, cannot be used here", source)
     if (src.frame if src is not None else None) is ctx.frame:
         return node
-    return ctx.capture_control(node)
+    with node.graph.control_dependencies(None):  # the token carries `node` alone (see route)
+        return ctx.capture_control(node)
 
 
 def escape_error(t: Tensor, ctx: ControlFlowContext | None, source: SourceLocation | None) -> GraphError:

@@ -43,6 +43,9 @@ def validate(graph) -> None:
             elif _frame(c) is not want and n.op != "Exit":
                 problems.append(f"{n.name}: control input ^{c.name} is in frame {_name(_frame(c))}, "
                                 f"expected {_name(want)}")
+        if n.op == "Merge" and n.control_inputs:  # it fires on its first live input: none can wait
+            problems.append(f"{n.name}: a Merge cannot have control inputs "
+                            f"({', '.join('^' + c.name for c in n.control_inputs)}); order its inputs instead")
         for t in n.inputs:
             if t.node.op == "NextIteration" and n.op != "Merge":
                 problems.append(f"{n.name}: NextIteration {t.node.name} may only feed a Merge")

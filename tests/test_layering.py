@@ -8,7 +8,7 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent
 OURS = {"graph", "exec", "grad", "dist", "transpile"}
 ALLOWED = {
     "graph": set(),
-    "exec": {"graph"},
+    "exec": {"graph", "dist"},
     "grad": {"graph"},
     "dist": {"graph", "exec"},
     "transpile": {"graph", "exec"},
@@ -18,6 +18,10 @@ ALLOWED = {
 # read and write) may import graph, and only api.py may import exec (to run). Entries are paths under
 # transpile/; one ending in "/" is a package.
 TRANSPILE_USERS = {"graph": ("operators/", "api.py", "signatures.py", "captured_state.py"), "exec": ("api.py",)}
+# Within exec, only session.py may import dist, and only dist's graph-level modules (placement and partitioning,
+# which import graph alone); dist's runtime modules (a transport between processes) may import exec.
+EXEC_DIST_USERS = {"session.py": ("dist.placement", "dist.partition")}
+DIST_GRAPH_LEVEL = ("__init__.py", "placement.py", "partition.py")
 
 
 def _may_import(path: pathlib.Path, top: str) -> bool:
@@ -51,6 +55,29 @@ def test_module_respects_layering(pkg, path):
         if pkg == "transpile":
             assert _may_import(path, top), \
                 f"{where}: only {', '.join(f'transpile/{u}' for u in TRANSPILE_USERS[top])} may import {top}/"
+        if pkg == "dist":
+            assert path.relative_to(ROOT / "dist").as_posix() not in DIST_GRAPH_LEVEL or top == "graph", \
+                f"{where}: dist's graph-level modules ({', '.join(DIST_GRAPH_LEVEL)}) import graph/ only"
+    if pkg == "exec":
+        for module, line in _full_imports(path):
+            if module.split(".")[0] == "dist":
+                allowed = EXEC_DIST_USERS.get(path.relative_to(ROOT / "exec").as_posix(), ())
+                assert module in allowed, f"{path.relative_to(ROOT)}:{line}: exec/ may import only " \
+                    f"{', '.join(m for ms in EXEC_DIST_USERS.values() for m in ms)} of dist/, and only from " \
+                    f"{', '.join('exec/' + u for u in EXEC_DIST_USERS)}; got {module}"
+
+
+def _full_imports(path: pathlib.Path):
+    """(dotted module name, line) of each absolute import in `path`."""
+    for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+        if isinstance(node, ast.Import):
+            for a in node.names:
+                yield a.name, node.lineno
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            if node.module == "dist":  # `from dist import partition` names modules or what dist/__init__ exports
+                yield from ((f"dist.{a.name}", node.lineno) for a in node.names)
+            else:
+                yield node.module, node.lineno
 
 
 def test_every_package_is_checked():

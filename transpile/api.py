@@ -1,6 +1,7 @@
 """Public API: `function` (convert, trace per signature, run), `convert`, `to_code`."""
 from __future__ import annotations
 
+import contextlib
 import functools
 import inspect
 import logging
@@ -19,6 +20,7 @@ import graph.onnx
 from exec import Session
 from exec.compiled import MODES
 from graph import nest
+from graph.control_flow.memory_policy import check_policy
 from graph.node import Tensor
 from graph.saving import Output, Signature, load_saved
 from transpile import captured_state, fast_calls, operators, signatures
@@ -161,16 +163,23 @@ class Function:
     last goes straight to that trace (transpile/fast_calls.py).
 
     `maximum_iterations` guards every graph loop its traces build (the loops of
-    the functions it calls included): a run in which a loop's condition still
+    the functions it calls included, except those of a transpile.function with a
+    `maximum_iterations` of its own, which keeps it when called here): a run in which a loop's condition still
     holds after that many iterations fails with a RunError naming the loop (its
     file:line) and the limit, instead of running on. A loop's body can set its
     own with `transpile.loop_options(maximum_iterations=...)`. Ctrl-C during a
     call stops it with exec.RunInterrupted, which names the loop and iteration
     the run was in.
+
+    `memory_policy` ("keep", "swap" or "recompute", with `checkpoint_every` for
+    "recompute") is what the gradients of its graph loops keep of their iterations
+    (see graph.while_loop); a loop's body can choose its own with
+    `transpile.loop_options(memory_policy=...)`.
     """
 
     def __init__(self, fn, static_argnames=(), relax_shapes: bool = False, mode: str = "auto",
-                 maximum_iterations: int | None = None):
+                 maximum_iterations: int | None = None, memory_policy: str | None = None,
+                 checkpoint_every: int | None = None):
         if mode not in MODES:
             raise ValueError(f"mode must be one of {', '.join(map(repr, MODES))}, got {mode!r}")
         if maximum_iterations is not None and (isinstance(maximum_iterations, bool) or maximum_iterations < 0
@@ -178,6 +187,8 @@ class Function:
             raise ValueError(f"maximum_iterations must be an int >= 0, got {maximum_iterations!r}")
         self.mode = mode
         self.maximum_iterations = None if maximum_iterations is None else int(maximum_iterations)
+        self.memory_policy = None if memory_policy is None and checkpoint_every is None else \
+            _memory_policy(memory_policy, checkpoint_every)
         self._fast = None  # the fast call of the trace the last general-path call ran
         if isinstance(fn, Function):
             fn = fn.python_function
@@ -213,6 +224,12 @@ class Function:
         self._per_instance: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
         self._per_instance_strong: dict = {}
 
+    def _loop_memory_policy(self):
+        """The default memory policy of the loops a trace builds (in the default graph)."""
+        if self.memory_policy is None:
+            return contextlib.nullcontext()
+        return graph.loop_memory_policy(*self.memory_policy)
+
     # -- calling -----------------------------------------------------------------------------
     def __get__(self, obj, objtype=None):
         if obj is None:
@@ -236,8 +253,10 @@ class Function:
             return per_instance
 
     def _copy(self) -> "Function":
+        policy, k = self.memory_policy if self.memory_policy is not None else (None, None)
         return Function(self.python_function, static_argnames=self.static_argnames, relax_shapes=self.relax_shapes,
-                        mode=self.mode, maximum_iterations=self.maximum_iterations)
+                        mode=self.mode, maximum_iterations=self.maximum_iterations, memory_policy=policy,
+                        checkpoint_every=k)
 
     def __call__(self, *args, **kwargs):
         if operators.is_tracing():
@@ -275,7 +294,21 @@ class Function:
             raise
 
     def _transpile_inline(self):
-        return convert(self.python_function)
+        return self.with_own_loop_options(convert(self.python_function))
+
+    def with_own_loop_options(self, converted):
+        """`converted` (this function's converted code), to be called inside another function's trace
+        with this function's own `maximum_iterations` for the loops it builds, not the caller's; a
+        function without one keeps the caller's (as a plain function it calls does)."""
+        limit = self.maximum_iterations
+        if limit is None:
+            return converted
+
+        @functools.wraps(converted)
+        def call(*args, **kwargs):
+            with graph.get_default_graph().iteration_limit(limit):
+                return converted(*args, **kwargs)
+        return call
 
     def get_graph(self, *args, **kwargs):
         """The traced graph for these arguments (printable with str() and .to_dot())."""
@@ -389,7 +422,7 @@ class Function:
         state.writes = []
         try:
             with graph.variable_creator_scope(scope.create), g.as_default(), \
-                    g.iteration_limit(self.maximum_iterations), operators.tracing():
+                    g.iteration_limit(self.maximum_iterations), self._loop_memory_policy(), operators.tracing():
                 capture.add_callable(self.python_function)
                 bound_to = getattr(self.python_function, "__self__", None)
                 if bound_to is not None or not isinstance(self.python_function, types.FunctionType):
@@ -532,7 +565,8 @@ class _BoundFunction:
         return self._function.compiled_code(self._obj, *args, **kwargs)
 
     def _transpile_inline(self):
-        return types.MethodType(convert(self._function.python_function), self._obj)
+        return self._function.with_own_loop_options(types.MethodType(convert(self._function.python_function),
+                                                                     self._obj))
 
     def __getattr__(self, name):
         return getattr(self._function, name)
@@ -597,14 +631,25 @@ def _finish_outputs(out):
 
 
 def function(fn=None, *, static_argnames=(), relax_shapes: bool = False, mode: str = "auto",
-             maximum_iterations: int | None = None):
+             maximum_iterations: int | None = None, memory_policy: str | None = None,
+             checkpoint_every: int | None = None):
     """Decorator: `@transpile.function` or `@transpile.function(static_argnames=("n",), relax_shapes=True,
-    mode="compiled", maximum_iterations=100_000)` (see Function)."""
+    mode="compiled", maximum_iterations=100_000, memory_policy="recompute", checkpoint_every=8)` (see
+    Function)."""
     options = dict(static_argnames=static_argnames, relax_shapes=relax_shapes, mode=mode,
-                   maximum_iterations=maximum_iterations)
+                   maximum_iterations=maximum_iterations, memory_policy=memory_policy,
+                   checkpoint_every=checkpoint_every)
     if fn is None:
         return lambda f: Function(f, **options)
     return Function(fn, **options)
+
+
+def _memory_policy(memory_policy, checkpoint_every) -> tuple[str, int]:
+    """(policy, checkpoint_every) checked as graph.while_loop checks them; a ValueError if they are bad."""
+    try:
+        return check_policy(memory_policy, checkpoint_every)
+    except graph.GraphError as e:
+        raise ValueError(e.bare_message) from None
 
 
 # --------------------------------------------------------------------------- saved traces and ONNX export

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import ast
 import copy
+import functools
 import inspect
 import types
 from dataclasses import dataclass, field
@@ -94,7 +95,12 @@ class Converted:
     freevars: tuple             # free variables of `code`, in order
     filename: str
     metadata: dict = field(default_factory=dict)   # generated function name -> facts
-    source: str = ""
+
+    @functools.cached_property
+    def source(self) -> str:
+        """The converted function's source, made when first asked for (it is for reading: what runs
+        is `code`, compiled from `node`)."""
+        return to_source(self.node)
 
     def instantiate(self, fn, ag_module) -> types.FunctionType:
         """A function running the converted code with `fn`'s globals, defaults and closure cells."""
@@ -274,10 +280,9 @@ def convert_function(fn) -> Converted:
     ag_name = namer.new("ag")
     ctx = Context(parsed.filename, namer, ag=ag_name, fn_globals=fn.__globals__, fn_closure=_closure_values(fn))
     node = convert_node(node, ctx)
-    source = to_source(node)
     code = _compile(node, ctx, fn, parsed.filename)
     _register(code, ctx.metadata, parsed.filename, _except_clauses(node))
-    return Converted(node, code, ag_name, code.co_freevars, parsed.filename, ctx.metadata, source)
+    return Converted(node, code, ag_name, code.co_freevars, parsed.filename, ctx.metadata)
 
 
 def _compile(node, ctx: Context, fn, filename) -> types.CodeType:

@@ -374,7 +374,10 @@ _ARITHMETIC = {"Add": "{} + {}", "Sub": "{} - {}", "Mul": "{} * {}", "TrueDiv": 
                "Mod": "{} % {}", "Neg": "-{}", "Abs": "abs({})"}
 _COMPARISONS = {"Less": "{} < {}", "LessEqual": "{} <= {}", "Greater": "{} > {}", "GreaterEqual": "{} >= {}",
                 "Equal": "{} == {}", "NotEqual": "{} != {}"}
-_LOGICAL = {"LogicalAnd": "{} & {}", "LogicalOr": "{} | {}", "LogicalNot": "~{}"}
+# `~` of a numpy bool scalar goes through the ufunc (0.5 to 1 us in numpy 2.4), and so does `^ True`
+# (the Python bool is converted first); `^` with numpy's own True (TRUE, a helper) is the same logical not
+# on the scalar fast path (30 ns)
+_LOGICAL = {"LogicalAnd": "{} & {}", "LogicalOr": "{} | {}", "LogicalNot": "{} ^ TRUE"}
 
 
 def _scalar_operator(node: Node) -> str | None:
@@ -412,7 +415,7 @@ def generate(program: Structured, name: str, kernel_of: Callable, constant_of: C
 
     `kernel_of(node)` is the callable a node's line calls, `constant_of(node)` a Const's value,
     `folded` the values computed at compile time ((node id, port) -> value: constants too);
-    `helpers` are the runtime names the code uses besides (DEAD, failed, interrupted, dead, FETCHES, LINES,
+    `helpers` are the runtime names the code uses besides (DEAD, TRUE, failed, interrupted, dead, FETCHES, LINES,
     LOOPS).
     """
     e = _Emitter(program, kernel_of, constant_of, helpers, folded)

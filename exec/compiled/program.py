@@ -4,6 +4,8 @@ from __future__ import annotations
 import itertools
 import linecache
 
+import numpy as np
+
 from exec import kernels as _kernels
 from exec.compiled import runtime
 from exec.compiled.codegen import Source, generate
@@ -50,7 +52,7 @@ def compile_program(fetches: list[Tensor], targets: list[Node], feeds: list[Tens
     kernel_of = _kernel_chooser(program, rt, folded)
     serial = next(_serial)
     filename = f"<compiled {name} #{serial}>"
-    helpers = {"DEAD": runtime.DEAD, "dead": runtime.dead, "failed": runtime.failed,
+    helpers = {"DEAD": runtime.DEAD, "TRUE": np.True_, "dead": runtime.dead, "failed": runtime.failed,
                "interrupted": runtime.interrupted, "FETCHES": list(fetches)}
     source = generate(program, name, kernel_of, constant_of, helpers, folded)
     code = compile(source.text, filename, "exec")

@@ -62,7 +62,17 @@ class TensorArrayValue:
 
     def read(self, index, size: int | None = None):
         """Element `index` of the array as it is at `size` elements (as it is now by default)."""
-        i = self._slot(index, "read")
+        # the common case first, without calls: a loop over an array reads one element per iteration
+        i = int(index)
+        elements = self.elements
+        if 0 <= i < len(elements) and (size is None or i < size):
+            e = elements[i]
+            if e is not None:
+                return e
+        return self._read_missing(i, size)
+
+    def _read_missing(self, i: int, size: int | None):
+        i = self._slot(i, "read")
         if i >= len(self.elements) or self.elements[i] is None or (size is not None and i >= size):
             if self.accumulate and self.element_shape is not None and None not in self.element_shape:
                 return np.zeros(self.element_shape, self.dtype)

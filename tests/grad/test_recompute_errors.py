@@ -133,3 +133,26 @@ def test_the_policy_is_kept_listed_saved_and_loaded(tmp_path):
         loops = {n.frame.frame_name: n.frame for n in gr.nodes if n.op == "Enter"}
         got = {name: (lp.memory_policy, lp.checkpoint_every, lp.swap_memory) for name, lp in loops.items()}
         assert got == expected
+
+
+@pytest.mark.parametrize("k", [1, 2])
+def test_second_order_through_a_recomputed_loop(k):
+    """With a checkpoint every iteration the gradient loop is differentiated again like any loop; with
+    segments recomputed from checkpoints it is refused, naming the forward loop."""
+    g = graph.Graph()
+    with g.as_default():
+        x = graph.placeholder(np.float64, (3,), name="x")
+        out = {}
+        for policy in ("keep", "recompute"):
+            opts = {"memory_policy": policy, "checkpoint_every": k} if policy == "recompute" else {}
+            _, h = graph.while_loop(lambda i, h: i < 5, lambda i, h: (i + 1, graph.tanh(h * h + 0.3)),
+                                    (graph.constant(0), x), **opts)  # the recomputed loop
+            (dx,) = grad.gradients(graph.reduce_sum(h), [x])
+            if policy == "recompute" and k > 1:
+                with pytest.raises(graph.GraphError, match="checkpoint_every=2: the segments") as e:
+                    grad.gradients(graph.reduce_sum(dx), [x])
+                assert f"{os.path.basename(__file__)}:" in str(e.value)
+                return
+            out[policy] = grad.gradients(graph.reduce_sum(dx), [x])[0]
+    got = Session(g).run(out, {x: np.array([0.1, 0.5, -0.3])})
+    np.testing.assert_allclose(got["recompute"], got["keep"], rtol=1e-12, atol=1e-12)

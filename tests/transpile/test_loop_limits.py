@@ -145,3 +145,35 @@ def test_sigint_stops_a_converted_endless_loop_naming_it(tmp_path, mode):
     assert "in iteration " in out and f"of the while loop at {script}:{loop_line}" in out, (out, err)
     assert "whole: True" in out and "again: 3 3.0" in out, out
     assert "RunInterrupted" in err and proc.returncode != 0
+
+
+@transpile.function(maximum_iterations=50)
+def count_down(n):
+    s = 0
+    while n > 0:
+        n -= 1
+        s += 1
+    return s
+
+
+class Counter:
+    @transpile.function(maximum_iterations=50)
+    def count(self, n):
+        return count_down.python_function(n)
+
+
+def calls_count_down(n, m):
+    k = 0
+    while k < m:   # the caller's own loop keeps the caller's limit
+        k += 1
+    return count_down(n) + Counter().count(n) + k
+
+
+def test_a_nested_transpile_function_keeps_its_own_maximum_iterations():
+    strict = transpile.function(calls_count_down, maximum_iterations=3)
+    assert strict(10, 2) == 22              # count_down's loops run 10 iterations: their limit is 50
+    with pytest.raises(RunError, match=f"{_line_of(calls_count_down, 'while k < m')} .* ran 3 iterations"):
+        strict(10, 5)
+    unlimited = transpile.function(calls_count_down)
+    with pytest.raises(RunError, match=f"{_line_of(count_down, 'while n > 0')} .* ran 50 iterations"):
+        unlimited(60, 1)

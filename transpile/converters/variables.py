@@ -7,6 +7,7 @@ from transpile import anno
 from transpile import ast_util as A
 from transpile.converters.base import Context, Converter
 from transpile.liveness.activity import FUNCTION_SCOPE
+from transpile.liveness.qual_names import QN
 
 _SCOPES = (gast.FunctionDef, gast.AsyncFunctionDef, gast.Lambda, gast.ClassDef)
 _COMPS = (gast.ListComp, gast.SetComp, gast.DictComp, gast.GeneratorExp)
@@ -61,14 +62,14 @@ def mark_maybe_undefined(fn_node, ctx: Context) -> None:
         scope = anno.get_anno(fn, FUNCTION_SCOPE)
         local = scope.local_names() - ctx.generated
         for stmt in _statements(fn.body):
-            defined = {q.name for q in anno.get_anno(stmt, anno.DEFINED_IN, frozenset())}
+            defined = anno.get_anno(stmt, anno.DEFINED_IN, frozenset())  # simple names only: QN(name)
             exprs = _own_expressions(stmt)
             if isinstance(stmt, gast.AugAssign) and isinstance(stmt.target, gast.Name):
-                if stmt.target.id in local and stmt.target.id not in defined:
+                if stmt.target.id in local and QN(stmt.target.id) not in defined:
                     anno.set_anno(stmt, anno.MAYBE_UNDEFINED, True)
             for e in exprs:
                 for name in _loads(e):
-                    if name.id in local and name.id not in defined:
+                    if name.id in local and QN(name.id) not in defined:
                         anno.set_anno(name, anno.MAYBE_UNDEFINED, True)
 
 

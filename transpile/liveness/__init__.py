@@ -24,8 +24,9 @@ def analyze(fn_node) -> activity.Scope:
             graph = cfg.build(node)
             # a global or nonlocal name is defined outside the function: it has a value on entry
             outside = {QN(name) for name in fn_scope.globals | fn_scope.nonlocals}
-            reaching_definitions.analyze(node, graph, set(fn_scope.params) | outside)
-            liveness.analyze(node, graph)
+            effects = activity.node_effects_of(graph)  # both analyses need them: worked out once
+            reaching_definitions.analyze(node, graph, set(fn_scope.params) | outside, effects)
+            liveness.analyze(node, graph, effects)
     return scope
 
 

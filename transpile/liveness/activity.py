@@ -382,3 +382,11 @@ def node_effects(node) -> tuple[frozenset, frozenset]:
     for p in parts:
         a.visit(p)
     return frozenset(a.scope.read), frozenset(a.scope.modified)
+
+
+_NO_EFFECTS = (frozenset(), frozenset())
+
+
+def node_effects_of(graph) -> dict:
+    """id(CFG node) -> node_effects of its statement, for every node of a CFG."""
+    return {id(n): node_effects(n.ast_node) if n.ast_node is not None else _NO_EFFECTS for n in graph.nodes}

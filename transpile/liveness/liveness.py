@@ -5,7 +5,7 @@ import gast
 
 from transpile import anno
 from transpile.liveness import cfg as cfg_mod
-from transpile.liveness.activity import node_effects
+from transpile.liveness.activity import node_effects_of
 from transpile.liveness.dataflow import solve
 
 
@@ -14,14 +14,13 @@ def _kills(name, killed) -> bool:
     return any(name.has_prefix(k) or k in name.support for k in killed)
 
 
-def analyze(fn_node, graph: cfg_mod.Graph) -> None:
+def analyze(fn_node, graph: cfg_mod.Graph, effects: dict | None = None) -> None:
     """Annotates every statement with LIVE_IN and LIVE_OUT (frozensets of QN).
 
     For a compound statement LIVE_IN is what is live before its header runs and
     LIVE_OUT what is live once control leaves it (for loops: after the loop).
     """
-    effects = {id(n): node_effects(n.ast_node) if n.ast_node is not None else (frozenset(), frozenset())
-               for n in graph.nodes}
+    effects = effects if effects is not None else node_effects_of(graph)
 
     def transfer(n, live_out):
         reads, writes = effects[id(n)]

@@ -2,10 +2,12 @@
 from __future__ import annotations
 
 import graph
+from graph.control_flow.memory_policy import check_policy
 from transpile.operators.trace_state import trace_state
 
 
-def loop_options(maximum_iterations: int | None = None) -> None:
+def loop_options(maximum_iterations: int | None = None, memory_policy: str | None = None,
+                 checkpoint_every: int | None = None) -> None:
     """Options for the loop whose body calls this, like AutoGraph's `set_loop_options`::
 
         while not converged(x):
@@ -19,10 +21,26 @@ def loop_options(maximum_iterations: int | None = None) -> None:
     this loop and applies to it alone, not to loops nested in it. A loop that runs
     in Python (its condition is a Python value), and the function run as plain
     Python, ignore it.
+
+    `memory_policy` ("keep", "swap" or "recompute", with `checkpoint_every` k for
+    "recompute") says what the loop's gradient keeps of its iterations (see
+    graph.while_loop): "recompute" saves only the loop's variables every k-th
+    iteration and computes the rest again in the gradient loop. It overrides
+    `transpile.function(memory_policy=...)` for this loop alone.
     """
     if maximum_iterations is not None and (isinstance(maximum_iterations, bool) or maximum_iterations < 0
                                            or int(maximum_iterations) != maximum_iterations):
         raise ValueError(f"maximum_iterations must be an int >= 0, got {maximum_iterations!r}")
+    policy = None
+    if memory_policy is not None or checkpoint_every is not None:
+        try:
+            policy = check_policy(memory_policy, checkpoint_every)
+        except graph.GraphError as e:
+            raise ValueError(e.bare_message) from None
     frame = trace_state().innermost_loop()
-    if maximum_iterations is not None and frame is not None and frame.staged:
+    if frame is None or not frame.staged:
+        return
+    if policy is not None:
+        graph.set_memory_policy(*policy)
+    if maximum_iterations is not None:
         graph.set_iteration_limit(maximum_iterations)

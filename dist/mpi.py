@@ -1,0 +1,417 @@
+"""The rendezvous across MPI ranks: task k of a device name ("/task:k/cpu:0") is rank k.
+
+`MpiRendezvous(comm)` implements the rendezvous protocol of exec/rendezvous.py (send, recv with
+a callback, abort) for one run ("step") of a partitioned graph on this rank:
+
+- a value whose receiving device is on this rank stays in memory (the local table);
+- any other goes to the owning rank as one small header message, followed, for an array over
+  `wire.INLINE_LIMIT` bytes, by the raw buffer (dist/wire.py); dead tokens travel as a header;
+- one communication thread per process (`MpiTransport`) receives everything addressed to this
+  rank and feeds the table of the message's step, so a Recv posted before its Send and a Send
+  arriving before its Recv both meet; values of a step this rank has not begun wait in a table
+  created on arrival.
+
+Sends go out from the thread that sends (MPI_THREAD_MULTIPLE), with nonblocking Isends whose
+buffers are kept until MPI is done with them: nothing on the sending side waits for the
+receiver. The receive thread polls with a nonblocking matched probe, yielding the GIL between
+polls, and backs off to short sleeps when no message came for a while. (A thread parked in a
+blocking probe was 4-10x slower per message here: MPICH's blocking progress holds the lock
+that the sending threads' Isends need.)
+
+Failure. `abort(error)` fails every pending and later recv of the step on this rank and sends an
+abort message to every other rank, whose rendezvous fail the same way with a `RemoteRunError`
+naming the rank and carrying the first error's text (which names the node and the user's line).
+A recv waiting longer than `timeout` seconds aborts the step with a `RendezvousTimeout` naming
+the key, so a rank whose peer hangs fails instead of waiting for ever; a rank that dies takes the
+job down through mpiexec (`dist.launch` and a plain `mpiexec` both do that), which the timeout
+backs up.
+"""
+from __future__ import annotations
+
+import atexit
+import itertools
+import os
+import pickle
+import sys
+import threading
+import time
+from collections import deque
+
+import numpy as np
+
+from dist import wire
+from exec import multi_device
+from exec.rendezvous import Aborted, LocalRendezvous, Rendezvous, rendezvous_key
+from graph.devices import task_of
+
+# MPI tags: a value's header, an abort of a step, the message that stops the receive thread;
+# payload buffers take tags from _FIRST_PAYLOAD_TAG on, one per message in flight
+_VALUE, _ABORT, _STOP = 1, 2, 3
+_FIRST_PAYLOAD_TAG = 16
+# the default for `timeout`; FLOWGRAPH_RECV_TIMEOUT (seconds) overrides it
+DEFAULT_TIMEOUT = 600.0
+# the receive thread's polling: spin for _SPIN_S after a message, then nap, then doze
+_SPIN_S, _NAP_S, _DOZE_AFTER_S, _DOZE_S = 0.005, 0.0002, 0.05, 0.002
+
+
+class RemoteRunError(RuntimeError):
+    """The run failed on another rank; the message is that rank's error."""
+
+    def __init__(self, rank: int, message: str):
+        super().__init__(f"the run failed on rank {rank}: {message}")
+        self.rank = rank
+
+
+class RendezvousTimeout(RuntimeError):
+    """A value this rank waits for did not come within the rendezvous timeout."""
+
+
+def _mpi():
+    try:
+        from mpi4py import MPI
+    except ImportError as e:  # the dist extra is optional
+        raise ImportError("running across processes needs mpi4py and an MPI: pip install -e '.[dist]' "
+                          "(mpi4py and the mpich wheel)") from e
+    return MPI
+
+
+def _recv_task(key: str) -> int:
+    # rendezvous_key(send_device, recv_device, tensor_name, frame_tag) joins its fields with ";"
+    parts = key.split(";", 2)
+    if len(parts) < 3:
+        raise ValueError(f"{key!r} is not a rendezvous key (exec.rendezvous.rendezvous_key builds them)")
+    return task_of(parts[1])
+
+
+def _abort_job_on_uncaught_exception(MPI) -> None:
+    """An exception that ends this rank's script ends the whole job, as `python -m mpi4py` makes it.
+
+    Under a plain `mpiexec python script.py`, a rank that exits with an error would otherwise
+    leave the others waiting for its values until the rendezvous timeout.
+    """
+    previous = sys.excepthook
+    if getattr(previous, "_flowgraph_mpi", False):
+        return
+
+    def hook(kind, value, tb):
+        previous(kind, value, tb)
+        sys.stderr.flush()
+        MPI.COMM_WORLD.Abort(1)
+
+    hook._flowgraph_mpi = True
+    sys.excepthook = hook
+
+
+class MpiTransport:
+    """One process's MPI traffic: the receive thread and the tables of the steps it feeds.
+
+    Made once per communicator (`MpiTransport.of(comm)`); closed when the process exits.
+    """
+
+    _instances: dict = {}
+    _lock = threading.Lock()
+
+    @classmethod
+    def of(cls, comm=None) -> MpiTransport:
+        MPI = _mpi()
+        comm = comm if comm is not None else MPI.COMM_WORLD
+        with cls._lock:
+            t = cls._instances.get(id(comm))
+            if t is None:
+                t = cls._instances[id(comm)] = cls(comm)
+            return t
+
+    def __init__(self, comm, local_factory=None):
+        MPI = _mpi()
+        if MPI.Query_thread() < MPI.THREAD_MULTIPLE:
+            raise RuntimeError("the MPI rendezvous sends from executor threads and needs MPI_THREAD_MULTIPLE; "
+                               "leave mpi4py.rc.thread_level at its default ('multiple')")
+        self.MPI = MPI
+        # a duplicate, so our tags never meet the user's own messages on COMM_WORLD
+        self.comm = comm.Dup()
+        self.rank, self.size = self.comm.Get_rank(), self.comm.Get_size()
+        self._local_factory = local_factory or LocalRendezvous
+        self._tables: dict[int, object] = {}
+        self._finished: set[int] = set()
+        self._aborted: dict[int, BaseException] = {}
+        self._lock = threading.Lock()
+        self._inflight: deque = deque()
+        self._payload_tags = itertools.cycle(range(_FIRST_PAYLOAD_TAG, min(MPI.TAG_UB, 1 << 28)))
+        self._owner_cache: dict[str, int] = {}
+        self._thread = threading.Thread(target=self._receive_loop, name=f"mpi-receive-{self.rank}", daemon=True)
+        self._thread.start()
+        # stop the thread before mpi4py finalizes MPI (atexit runs the later registration first)
+        atexit.register(self.close)
+        if self.size > 1:
+            _abort_job_on_uncaught_exception(MPI)
+
+    # -- the steps' tables
+
+    def table(self, step: int):
+        """The local table of `step`, made on first use (by this rank or by an arriving message)."""
+        with self._lock:
+            t = self._tables.get(step)
+            if t is None:
+                t = self._tables[step] = self._local_factory()
+                if step in self._aborted:
+                    t.abort(self._aborted[step])
+            return t
+
+    def finish(self, step: int) -> None:
+        """Drops the table of a step that ended on this rank; stray messages for it are dropped."""
+        with self._lock:
+            self._tables.pop(step, None)
+            self._finished.add(step)
+            self._aborted.pop(step, None)
+
+    # -- sending
+
+    def owner(self, key: str) -> int:
+        rank = self._owner_cache.get(key)
+        if rank is None:
+            rank = _recv_task(key)
+            if len(self._owner_cache) < 100_000:
+                self._owner_cache[key] = rank
+        return rank
+
+    def post(self, dest: int, step: int, key: str, value, is_dead: bool) -> None:
+        """Sends (key, value, is_dead) of `step` to rank `dest` without waiting for it to arrive."""
+        if not 0 <= dest < self.size:
+            raise RuntimeError(f"{key!r} is for task {dest}, but the job has {self.size} rank(s): start it with "
+                               f"mpiexec -n {dest + 1} (or more), or place the node on a task below {self.size}")
+        tag = next(self._payload_tags)
+        head, payload = wire.encode(step, key, value, is_dead, tag)
+        comm = self.comm
+        reqs = [comm.Isend([head, self.MPI.BYTE], dest, _VALUE)]
+        if payload is not None:
+            reqs.append(comm.Isend([payload.reshape(-1).view(np.uint8), self.MPI.BYTE], dest, tag))
+        self._keep(reqs, (head, payload))
+
+    def _keep(self, reqs, buffers) -> None:
+        # a buffer must outlive its Isend; completed ones are let go as later sends come
+        inflight = self._inflight
+        inflight.append((reqs, buffers))
+        while len(inflight) > 8:
+            try:
+                oldest = inflight[0]
+            except IndexError:
+                break
+            if not self.MPI.Request.Testall(oldest[0]):
+                break
+            try:
+                inflight.remove(oldest)
+            except ValueError:
+                pass
+
+    def broadcast_abort(self, step: int, error: BaseException) -> None:
+        data = pickle.dumps((step, self.rank, f"{type(error).__name__}: {error}"))
+        reqs = [self.comm.Isend([data, self.MPI.BYTE], r, _ABORT) for r in range(self.size) if r != self.rank]
+        self._keep(reqs, data)
+
+    def mark_aborted(self, step: int, error: BaseException) -> bool:
+        """Records the step's abort; False when it was already aborted here."""
+        with self._lock:
+            if step in self._aborted or step in self._finished:
+                return False
+            self._aborted[step] = error
+            t = self._tables.get(step)
+        if t is not None:
+            t.abort(error)
+        return True
+
+    # -- receiving
+
+    def _receive_loop(self) -> None:
+        MPI, comm = self.MPI, self.comm
+        status = MPI.Status()
+        last = time.monotonic()
+        while True:
+            msg = comm.Improbe(MPI.ANY_SOURCE, MPI.ANY_TAG, status)
+            if msg is None:
+                idle = time.monotonic() - last
+                # spin (yielding the GIL) while messages come often; back off when idle, so a rank
+                # between runs costs no CPU
+                time.sleep(0 if idle < _SPIN_S else _NAP_S if idle < _DOZE_AFTER_S else _DOZE_S)
+                continue
+            last = time.monotonic()
+            tag, src = status.Get_tag(), status.Get_source()
+            buf = bytearray(status.Get_count(MPI.BYTE))
+            msg.Recv([buf, MPI.BYTE])
+            if tag == _VALUE:
+                self._deliver(src, buf)
+            elif tag == _ABORT:
+                step, rank, text = pickle.loads(buf)
+                self.mark_aborted(step, RemoteRunError(rank, text))
+            elif tag == _STOP:
+                return
+
+    def _deliver(self, src: int, buf: bytearray) -> None:
+        h = wire.decode_header(buf)
+        step = h.step
+        if h.payload_tag:
+            arr = wire.empty_payload(h)
+            self.comm.Recv([arr.reshape(-1).view(np.uint8), self.MPI.BYTE], src, h.payload_tag)
+            value = wire.finish(h, arr)
+        else:
+            value = wire.inline_value(h, buf)
+        if step in self._finished:
+            return
+        self.table(step).send(h.key, value, bool(h.flags & wire.DEAD))
+
+    def close(self) -> None:
+        """Stops the receive thread (sends it the stop message)."""
+        if self._thread.is_alive():
+            self.comm.Isend([b"", self.MPI.BYTE], self.rank, _STOP).Wait()
+            self._thread.join()
+
+
+class MpiRendezvous(Rendezvous):
+    """The rendezvous of one step across the ranks of `comm` (COMM_WORLD by default).
+
+    Every rank runs the same sequence of steps (each `Session.run` is one), so step numbers
+    agree across ranks; step 0 is the default for a single run.
+    """
+
+    def __init__(self, comm=None, step: int = 0, timeout: float | None = None, transport: MpiTransport | None = None):
+        self.transport = transport or MpiTransport.of(comm)
+        self.rank = self.transport.rank
+        self.step = step
+        if timeout is None:
+            timeout = float(os.environ.get("FLOWGRAPH_RECV_TIMEOUT", DEFAULT_TIMEOUT))
+        self.timeout = timeout
+        self._table = self.transport.table(step)
+        self._waiting: dict[str, float] = {}
+        self._watchdog: threading.Thread | None = None
+        self._done = threading.Event()
+
+    def send(self, key: str, value, is_dead: bool) -> None:
+        dest = self.transport.owner(key)
+        if dest == self.rank:
+            self._table.send(key, value, is_dead)
+        else:
+            self.transport.post(dest, self.step, key, value, is_dead)
+
+    def recv(self, key: str, callback) -> None:
+        waiting = self._waiting
+        waiting[key] = time.monotonic() + self.timeout
+
+        def arrived(value, is_dead):
+            waiting.pop(key, None)
+            callback(value, is_dead)
+
+        if self._watchdog is None:
+            self._watchdog = threading.Thread(target=self._watch, name=f"mpi-recv-timeout-{self.rank}", daemon=True)
+            self._watchdog.start()
+        self._table.recv(key, arrived)
+
+    def abort(self, error: BaseException) -> None:
+        """Fails this step's pending and later recvs here and on every other rank."""
+        if self.transport.mark_aborted(self.step, error) and not isinstance(error, RemoteRunError):
+            self.transport.broadcast_abort(self.step, error)
+
+    @property
+    def aborted(self) -> BaseException | None:
+        return self._table.aborted
+
+    def close(self) -> None:
+        """Ends the step on this rank: stops the watchdog and drops the step's table."""
+        self._done.set()
+        self.transport.finish(self.step)
+
+    def _watch(self) -> None:
+        while not self._done.wait(min(0.25, self.timeout / 4)):
+            now = time.monotonic()
+            late = [k for k, deadline in list(self._waiting.items()) if deadline < now]
+            if late:
+                self.abort(RendezvousTimeout(
+                    f"rank {self.rank} waited more than {self.timeout:g} s for {late[0]!r} (step {self.step}); "
+                    "the rank that sends it may have hung or died. Set FLOWGRAPH_RECV_TIMEOUT (seconds) or "
+                    "MpiRendezvous(timeout=...) if its work legitimately takes longer"))
+                return
+
+
+class MpiProcessGroup:
+    """Runs this rank's part of every multi-device run (exec/multi_device.py's process group).
+
+    Rank k runs the devices of task k, all ranks meeting in one `MpiRendezvous` per run; then each
+    rank sends the values it fetched to every other one (through the same rendezvous), so `run`
+    returns all the fetches on every rank. Every rank must make the same runs in the same order,
+    as an SPMD script does; the runs are numbered in that order.
+    """
+
+    def __init__(self, comm=None, timeout: float | None = None):
+        self._comm, self.timeout = comm, timeout
+        self._transport: MpiTransport | None = None
+        self._steps = itertools.count(1)
+
+    @property
+    def transport(self) -> MpiTransport:
+        if self._transport is None:  # at the first run, on every rank alike: it duplicates the communicator
+            self._transport = MpiTransport.of(self._comm)
+        return self._transport
+
+    def execute(self, plan, feed_values: list, pool=None) -> list:
+        transport = self.transport
+        rank, size = transport.rank, transport.size
+        tasks = {d: task_of(d) for d in plan.devices}
+        beyond = sorted(d for d, t in tasks.items() if t >= size)
+        if beyond:  # every rank sees the same plan, so every rank stops here alike
+            raise RuntimeError(f"the run uses device(s) {', '.join(beyond)}, but this MPI job has {size} rank(s) "
+                               f"(tasks 0-{size - 1}): start it with -n {max(tasks.values()) + 1}")
+        rdv = MpiRendezvous(step=next(self._steps), timeout=self.timeout, transport=transport)
+        try:
+            local = {d for d, t in tasks.items() if t == rank}
+            results = multi_device.execute(plan, feed_values, pool, rendezvous=rdv, devices=local)
+            return self._share_fetches(plan, results, tasks, rdv)
+        finally:
+            rdv.close()
+
+    def _share_fetches(self, plan, results: list, tasks: dict, rdv: MpiRendezvous) -> list:
+        rank, size = rdv.rank, self.transport.size
+        waiting: dict[str, int] = {}
+        for part in plan.parts:  # (device, plan, the fetch indices it computes, ...)
+            device = part[0]
+            for k in part[2]:
+                if tasks[device] == rank:
+                    for other in range(size):
+                        if other != rank:
+                            rdv.send(_fetch_key(device, other, k), results[k], False)
+                else:
+                    waiting[_fetch_key(device, rank, k)] = k
+        if not waiting:
+            return results
+        arrived = threading.Condition()
+        got: dict[int, tuple] = {}
+
+        def collector(k):
+            def on(value, is_dead):
+                with arrived:
+                    got[k] = (value, is_dead)
+                    arrived.notify()
+            return on
+
+        for key, k in waiting.items():
+            rdv.recv(key, collector(k))
+        with arrived:
+            arrived.wait_for(lambda: len(got) == len(waiting))  # the timeout's abort completes every recv
+        for k, (value, is_dead) in got.items():
+            if value.__class__ is Aborted:
+                raise value.error
+            results[k] = value
+        return results
+
+
+def _fetch_key(device: str, dest_rank: int, k: int) -> str:
+    return rendezvous_key(device, f"/task:{dest_rank}/cpu:0", f"fetch:{k}", "")
+
+
+def _in_mpi_job() -> bool:
+    # the launchers' environment: MPICH's hydra (PMI_SIZE), Open MPI; no MPI call before a run needs one
+    for var in ("PMI_SIZE", "OMPI_COMM_WORLD_SIZE"):
+        if var in os.environ:
+            return int(os.environ[var]) > 1
+    return False
+
+
+if _in_mpi_job():
+    multi_device.set_process_group(MpiProcessGroup())

@@ -1,0 +1,208 @@
+"""`partition(graph)`: one graph whose nodes each run on one device, cross-device edges cut into Send/Recv.
+
+Every node is copied into a new graph with the device `dist.place` gave it. An edge whose two
+ends are on different devices becomes a Send on the producer's device and a Recv on the
+consumer's (graph/ops/communication.py), one pair per (tensor, destination device) however many
+consumers it has there; a control edge becomes a Send of a dummy value (a Const that waits for
+the source node) and a Recv that the consumer waits for. The Send and the Recv live in the frame
+of the value they carry, so their rendezvous keys, built at run time from the iteration's tag,
+match (exec/rendezvous.py).
+
+Distributed loops (the paper's Figure 10, TensorFlow's graph_partition AddControlLoops): a Recv
+inside a loop has no data inputs, so something must fire it once per iteration, and a device
+holding part of a loop body must run as many iterations as the loop does. For each (loop frame,
+device) that has a Recv, the Recv gets a control input from a node that fires in every iteration
+of that frame on that device: a Merge of one of the loop's variables when the device holds one
+(its control structure is colocated, dist/placement.py), else a control loop built for that device:
+
+    Enter(parent trigger or a Const) -> Merge -> Switch(pred) -> NextIteration -> Merge
+
+whose predicate is the loop's LoopCond where that is on the device, else a Recv of it (keyed by
+iteration, fired by this Merge). Each device's copy of the loop thus runs the iterations the
+predicate's device decides, and nested loops get theirs inside their parent's. Conds need nothing
+more: a dead value travels through a Send as a dead token (a branch holding a Send or a Recv is
+never skipped by the executor, exec/branches.py).
+
+The result is pure graph: running it is exec's job (exec/multi_device.py).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from graph.core import Graph, Node
+from graph.node import Tensor
+from graph.ops.communication import CONTROL_DUMMY
+
+_BOOL = np.dtype(bool)
+
+
+@dataclass
+class Partitioned:
+    """The partitioned graph: every device's nodes in one Graph, each node's `device` set."""
+
+    graph: Graph
+    devices: list[str]                      # canonical names, sorted
+    copies: dict[Node, Node]                # original node -> its copy
+    placement: dict[Node, str]              # original node -> its device
+    sends: dict[str, list[Node]] = field(default_factory=dict)  # device -> its Send nodes
+
+    def nodes_on(self, device: str) -> list[Node]:
+        return [n for n in self.graph.nodes if n.device == device]
+
+    def tensor(self, t: Tensor) -> Tensor:
+        """The copy of original tensor `t`."""
+        return self.copies[t.node].outputs[t.index]
+
+
+def partition(graph: Graph, placement: dict[Node, str], nodes: list[Node] | None = None,
+              fed: frozenset | set = frozenset()) -> Partitioned:
+    """Partitions `nodes` (default: all of `graph`, in graph order) by `placement` (`dist.place`).
+    Nodes in `fed` are copied without their inputs: their values are fed at run time."""
+    nodes = list(graph.nodes) if nodes is None else sorted(nodes, key=lambda n: n.id)
+    return _Partitioner(graph, placement, nodes, fed).run()
+
+
+class _Partitioner:
+    def __init__(self, graph: Graph, placement: dict, nodes: list[Node], fed):
+        self.source_graph = graph
+        self.placement = placement
+        self.nodes = nodes
+        self.fed = fed
+        self.out = Graph()
+        self.out.seed = graph.seed
+        self.copies: dict[Node, Node] = {}
+        self.recvs: dict[tuple, Tensor] = {}       # (tensor, device) -> its Recv's output there
+        self.control_recvs: dict[tuple, Node] = {}  # (node, device) -> the Recv standing for it
+        self.untriggered: list[tuple] = []          # (Recv, frame, device) still without a trigger
+        self.triggers: dict[tuple, Node] = {}       # (frame, device) -> fires once per iteration there
+        self.root_consts: dict[str, Node] = {}
+        self.sends: dict[str, list[Node]] = {}
+        self.loop_conds: dict = {}                  # frame -> its LoopCond node
+        self.loop_merges: dict = {}                 # (frame, device) -> a loop variable's Merge there
+        self.enter_attrs: dict = {}                 # frame -> the attrs of one of its Enters
+
+    def run(self) -> Partitioned:
+        for n in self.nodes:
+            self._copy(n)
+            if n.op == "LoopCond":
+                self.loop_conds.setdefault(n.frame, n)
+            elif n.op == "Merge" and any(t.node.op == "NextIteration" for t in n.inputs):
+                self.loop_merges.setdefault((n.frame, self.placement[n]), self.copies[n])
+            elif n.op == "Enter":
+                self.enter_attrs.setdefault(n.context.frame, n.attrs)
+        for n in self.nodes:
+            self._wire(n)
+        while self.untriggered:
+            r, frame, device = self.untriggered.pop()
+            r.control_inputs.append(self._trigger(frame, device))
+        devices = sorted(set(self.placement[n] for n in self.nodes))
+        return Partitioned(self.out, devices, self.copies, self.placement, self.sends)
+
+    # -- nodes ---------------------------------------------------------------------------------
+    def _new(self, op: str, inputs: list, attrs: dict, device: str, context, source, name: str,
+             outputs: list, controls=()) -> Node:
+        node = Node(self.out, -1, self.out.unique_name(name), op, list(inputs), list(controls), attrs, device,
+                    source, context)
+        node.outputs = tuple(Tensor(node, i, dt, sh) for i, (dt, sh) in enumerate(outputs))
+        return self.out.insert_node(node)
+
+    def _copy(self, n: Node) -> None:
+        node = Node(self.out, -1, n.name, n.op, [], [], dict(n.attrs), self.placement[n], n.source, n.context)
+        node.outputs = tuple(Tensor(node, t.index, t.dtype, t.shape) for t in n.outputs)
+        self.copies[n] = self.out.insert_node(node)
+
+    def _wire(self, n: Node) -> None:
+        if n in self.fed:
+            return
+        copy, device = self.copies[n], self.placement[n]
+        for t in n.inputs:
+            src = self._placed(t.node, n)
+            copy.inputs.append(self.copies[t.node].outputs[t.index] if src == device else self._recv(t, device))
+        for c in n.control_inputs:
+            src = self._placed(c, n)
+            copy.control_inputs.append(self.copies[c] if src == device else self._control_recv(c, device))
+
+    def _placed(self, producer: Node, consumer: Node) -> str:
+        device = self.placement.get(producer)
+        if device is None or producer not in self.copies:
+            raise ValueError(f"partition: {consumer.name} reads {producer.name}, which is not among the nodes being "
+                             "partitioned (pass every node the others need)")
+        return device
+
+    # -- cut edges -----------------------------------------------------------------------------
+    def _recv(self, t: Tensor, device: str) -> Tensor:
+        """The Recv on `device` of original tensor `t` (made with its Send the first time)."""
+        got = self.recvs.get((t, device))
+        if got is not None:
+            return got
+        src_device = self.placement[t.node]
+        value = self.copies[t.node].outputs[t.index]
+        got = self._pair(value, t.name, src_device, device, t.node.context, t.node.source)
+        self.recvs[(t, device)] = got
+        return got
+
+    def _control_recv(self, c: Node, device: str) -> Node:
+        got = self.control_recvs.get((c, device))
+        if got is None:
+            src_device = self.placement[c]
+            dummy = self._new("Const", [], {"value": np.array(True), "dtype": _BOOL}, src_device, c.context, c.source,
+                              f"{c.name}/control_dummy", [(_BOOL, ())], controls=[self.copies[c]])
+            got = self._pair(dummy.outputs[0], CONTROL_DUMMY + c.name, src_device, device, c.context,
+                             c.source).node
+            self.control_recvs[(c, device)] = got
+        return got
+
+    def _pair(self, value: Tensor, tensor_name: str, src: str, dst: str, context, source) -> Tensor:
+        attrs = {"tensor_name": tensor_name, "send_device": src, "recv_device": dst}
+        base = value.node.name
+        send = self._new("Send", [value], dict(attrs), src, context, source, f"{base}/send", [])
+        self.sends.setdefault(src, []).append(send)
+        recv = self._new("Recv", [], dict(attrs, dtype=value.dtype, shape=value.shape), dst, context, source,
+                         f"{base}/recv", [(value.dtype, value.shape)])
+        frame = context.frame if context is not None else None
+        if frame is not None:
+            self.untriggered.append((recv, frame, dst))
+        return recv.outputs[0]
+
+    # -- distributed loops -----------------------------------------------------------------------
+    def _trigger(self, frame, device: str) -> Node:
+        """A node of `frame` on `device` that fires in every iteration of the frame (see the module docstring)."""
+        got = self.triggers.get((frame, device)) or self.loop_merges.get((frame, device))
+        if got is not None:
+            return got
+        loop_cond = self.loop_conds.get(frame)
+        if loop_cond is None or frame not in self.enter_attrs:
+            raise ValueError(f"partition: {frame.describe()} has nodes on {device} but its LoopCond or Enters "
+                             "are not among the nodes being partitioned")
+        parent = frame.outer.frame if frame.outer is not None else None
+        source = frame.source if hasattr(frame, "source") else None
+        if parent is None:
+            start = self._root_const(device)
+        else:
+            start = self._trigger(parent, device)
+        value = start.outputs[0]
+        spec = [(value.dtype, value.shape)]
+        attrs = dict(self.enter_attrs[frame], is_constant=False)
+        enter = self._new("Enter", [value], attrs, device, frame, source, f"{frame.frame_name}/control_enter", spec)
+        merge = self._new("Merge", [enter.outputs[0], enter.outputs[0]], {}, device, frame, source,
+                          f"{frame.frame_name}/control_merge", spec + [(np.dtype(np.int32), ())])
+        self.triggers[(frame, device)] = merge
+        if self.placement[loop_cond] == device:
+            pred = self.copies[loop_cond].outputs[0]
+        else:
+            pred = self._recv(loop_cond.outputs[0], device)
+        switch = self._new("Switch", [merge.outputs[0], pred], {}, device, frame, source,
+                           f"{frame.frame_name}/control_switch", spec + spec)
+        nxt = self._new("NextIteration", [switch.outputs[1]], {}, device, frame, source,
+                        f"{frame.frame_name}/control_next", spec)
+        merge.inputs[1] = nxt.outputs[0]
+        return merge
+
+    def _root_const(self, device: str) -> Node:
+        got = self.root_consts.get(device)
+        if got is None:
+            got = self.root_consts[device] = self._new("Const", [], {"value": np.array(True), "dtype": _BOOL}, device,
+                                                       None, None, "control_start", [(_BOOL, ())])
+        return got

@@ -1,0 +1,164 @@
+"""`place(graph)`: a device for every node, from the user's `graph.device` scopes and colocation rules.
+
+A node the user placed (built inside a `graph.device(...)` scope) keeps that device. The others
+(device "", graph/devices.py) are placed by these rules, in this order:
+
+1. Colocation groups, which must be on one device (a user placement of one member places all;
+   two members placed on different devices by the user is a `PlacementError` naming both lines):
+   - a loop variable's Enter, Merge, Switch, NextIteration and Exit (one loop variable's control
+     structure; the executor fires a Merge on its NextIteration's value, so the back edge
+     cannot cross devices);
+   - a Variable with its reads and assigns;
+   - a stack or TensorArray with the ops that use its handle (any edge carrying a `variant`);
+   - a gradient node with the forward node it differentiates (`Graph.colocate_with`), unless the
+     user placed it or its group elsewhere.
+2. A group still unplaced takes the device of its inputs' producers (the first one placed), else
+   of its consumers, repeated until nothing changes: values stay where they are made.
+3. What is left (a graph with no placement at all) goes to `default_device`.
+
+The result is a dict node -> canonical device name ("/task:0/cpu:1"). The graph is not changed.
+"""
+from __future__ import annotations
+
+from graph import dtypes as _dt
+from graph.core import Graph, Node
+from graph.devices import UNPLACED, canonical_device
+from graph.errors import GraphError
+
+DEFAULT_DEVICE = "/task:0/cpu:0"
+
+
+class PlacementError(GraphError, ValueError):
+    """Nodes that must share a device were placed on different ones by the user."""
+
+
+def place(graph: Graph, nodes: list[Node] | None = None, default_device: str = DEFAULT_DEVICE) -> dict[Node, str]:
+    """A canonical device for each of `nodes` (default: every node of `graph`); see the module docstring."""
+    nodes = list(graph.nodes) if nodes is None else nodes
+    groups = _Groups(nodes)
+    first_use: dict = {}  # id(Variable) -> the first of `nodes` that uses it
+    for n in nodes:
+        v = n.attrs.get("variable")
+        if v is not None and getattr(v, "is_variable", False):
+            first_use.setdefault(id(v), n)
+    for n in nodes:
+        for reason, other in _must_share(n, first_use):
+            groups.join(n, other, reason, hard=True)
+    for n in nodes:
+        fwd = graph.colocation.get(n)
+        if fwd is not None and n.device == UNPLACED:
+            groups.join(n, fwd, "a gradient node and the node it differentiates", hard=False)
+    _propagate(nodes, groups)
+    default = canonical_device(default_device)
+    return {n: groups.device(n) or default for n in nodes}
+
+
+def _must_share(n: Node, first_use: dict):
+    """(reason, node) pairs: `n` must be on the node's device."""
+    op = n.op
+    if op == "Merge" and any(t.node.op == "NextIteration" for t in n.inputs):
+        for t in n.inputs:
+            if t.node.op in ("Enter", "NextIteration"):
+                yield _loop_variable(n), t.node
+    elif op == "Switch" and _is_loop_merge(n.inputs[0].node):
+        yield _loop_variable(n.inputs[0].node), n.inputs[0].node
+    elif op == "Exit" and n.inputs[0].node.op == "Switch":
+        yield _loop_variable(n.inputs[0].node), n.inputs[0].node
+    variable = n.attrs.get("variable")
+    if variable is not None and getattr(variable, "is_variable", False):
+        first = first_use[id(variable)]
+        if first is not n:
+            yield f"Variable {variable.name!r} and its reads and assigns", first
+    for t in n.inputs:
+        if t.dtype is _dt.variant:
+            yield "a stack or TensorArray and the ops that use its handle", t.node
+
+
+def _is_loop_merge(n: Node) -> bool:
+    return n.op == "Merge" and any(t.node.op == "NextIteration" for t in n.inputs)
+
+
+def _loop_variable(merge: Node) -> str:
+    where = merge.frame.describe() if merge.frame is not None else "a loop"
+    return f"the control structure (Enter, Merge, Switch, NextIteration, Exit) of a loop variable of {where}"
+
+
+class _Groups:
+    """Union-find over nodes; each root holds the group's device (None: unplaced yet) and the member
+    the user placed there (for error messages)."""
+
+    def __init__(self, nodes):
+        self.parent: dict[Node, Node] = {}
+        self.placed: dict[Node, tuple[str, Node] | None] = {}
+        for n in nodes:
+            self.parent[n] = n
+            self.placed[n] = (canonical_device(n.device), n) if n.device != UNPLACED else None
+
+    def find(self, n: Node) -> Node:
+        parent = self.parent
+        root = n
+        while parent[root] is not root:
+            root = parent[root]
+        while parent[n] is not root:
+            parent[n], n = root, parent[n]
+        return root
+
+    def join(self, a: Node, b: Node, reason: str, hard: bool) -> None:
+        if b not in self.parent:  # outside the nodes being placed (pruned away)
+            return
+        ra, rb = self.find(a), self.find(b)
+        if ra is rb:
+            return
+        pa, pb = self.placed[ra], self.placed[rb]
+        if pa is not None and pb is not None and pa[0] != pb[0]:
+            if not hard:
+                return
+            raise PlacementError(
+                f"{reason} must be on one device, but {_describe(pa[1])} is placed on {pa[0]} and "
+                f"{_describe(pb[1])} on {pb[0]}: place them on the same device, or leave one of them unplaced "
+                "(outside any graph.device scope) so that it follows the other", pa[1].source or pb[1].source)
+        self.parent[rb] = ra
+        self.placed[ra] = pa or pb
+
+    def device(self, n: Node) -> str | None:
+        p = self.placed[self.find(n)]
+        return p[0] if p is not None else None
+
+    def set_device(self, n: Node, device: str) -> None:
+        self.placed[self.find(n)] = (device, n)
+
+
+def _describe(n: Node) -> str:
+    built = f" (built at {n.source})" if n.source is not None else ""
+    return f"{n.op} {n.name}{built}"
+
+
+def _propagate(nodes: list[Node], groups: _Groups) -> None:
+    """Rule 2: unplaced groups follow their producers, else their consumers, until nothing changes."""
+    consumers: dict[Node, list[Node]] = {n: [] for n in nodes}
+    for n in nodes:
+        for t in n.inputs:
+            if t.node in consumers:
+                consumers[t.node].append(n)
+        for c in n.control_inputs:
+            if c in consumers:
+                consumers[c].append(n)
+    changed = True
+    while changed:
+        changed = False
+        for n in nodes:
+            if groups.device(n) is None:
+                for t in n.inputs:
+                    d = groups.device(t.node) if t.node in consumers else None
+                    if d is not None:
+                        groups.set_device(n, d)
+                        changed = True
+                        break
+        for n in reversed(nodes):
+            if groups.device(n) is None:
+                for c in consumers[n]:
+                    d = groups.device(c)
+                    if d is not None:
+                        groups.set_device(n, d)
+                        changed = True
+                        break

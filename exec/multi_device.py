@@ -1,0 +1,122 @@
+"""Runs a graph whose nodes are on several devices, in this process: one executor per device.
+
+`plan_run` prunes the graph to what a run needs; if that names more than one device it is placed
+and partitioned (by dist's graph-level modules, which exec/session.py passes in as `partition`)
+and each device's part gets its own plan, fetching the fetches that live there and running every
+Send there. `execute` runs a `DevicesPlan`: each device's plan on the frame-tagged executor, one
+thread per device (the calling thread takes the first), all meeting in one `LocalRendezvous` per
+run. The first failure on any device aborts the rendezvous, so every other device's pending and
+later Recvs fail at once and its executor stops: the run raises that first error (naming the
+node, its device and the user's line), never hangs on a value that will not come.
+"""
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+
+from exec import executor
+from exec.plan import Plan, build_plan, prune
+from exec.rendezvous import LocalRendezvous, Rendezvous
+from graph.devices import UNPLACED, canonical_device
+
+
+@dataclass
+class DevicesPlan:
+    """The plans of one run's devices: (device, plan, the flat fetch index of each of its fetches)."""
+
+    parts: list
+    num_fetches: int
+    partitioned: object  # dist.Partitioned: the partitioned graph, for printing and tests
+    uses_pool: bool = False
+    recurrence: frozenset = frozenset()
+
+    @property
+    def devices(self) -> list[str]:
+        return [d for d, _, _ in self.parts]
+
+
+def plan_run(graph, fetches, targets, feeds, rt, use_pool: bool, partition) -> Plan | DevicesPlan:
+    """A Plan (exec/plan.py) when the nodes the run needs are on one device (or none is placed), else a
+    DevicesPlan. `partition(graph, nodes, fed)` returns a dist.Partitioned of `nodes`."""
+    fed = {t.node for t in feeds}
+    nodes = prune([t.node for t in fetches] + list(targets), fed)
+    devices = {canonical_device(n.device) for n in nodes if n.device != UNPLACED}
+    if len(devices) <= 1:
+        return build_plan(graph, fetches, targets, feeds, rt, use_pool=use_pool)
+    nodes = _with_loop_predicates(graph, nodes, fed)
+    parted = partition(graph, nodes, fed)
+    placement = parted.placement
+    parts = []
+    for device in parted.devices:
+        mine = [(k, parted.tensor(t)) for k, t in enumerate(fetches) if placement[t.node] == device]
+        device_targets = [parted.copies[n] for n in targets if placement[n] == device] + parted.sends.get(device, [])
+        if not mine and not device_targets:
+            continue
+        plan = build_plan(parted.graph, [t for _, t in mine], device_targets, [parted.tensor(t) for t in feeds], rt,
+                          use_pool=use_pool)
+        parts.append((device, plan, [k for k, _ in mine]))
+    return DevicesPlan(parts, len(fetches), parted, uses_pool=any(p.uses_pool for _, p, _ in parts))
+
+
+def _with_loop_predicates(graph, nodes: list, fed: set) -> list:
+    """`nodes` and whatever computes the predicates of the loops they are in: each device's copy of a
+    loop runs as many iterations as the predicate says (dist/partition.py)."""
+    frames = set()
+    for n in nodes:
+        f = n.frame
+        while f is not None and f not in frames:
+            frames.add(f)
+            f = f.outer.frame if f.outer is not None else None
+    have = set(nodes)
+    missing = [m for m in graph.nodes if m.op == "LoopCond" and m.frame in frames and m not in have]
+    return prune(nodes + missing, fed) if missing else nodes
+
+
+# What runs a DevicesPlan in a job of several processes: dist/mpi.py installs one when imported in an
+# MPI job. Its `execute(plan, feed_values, pool)` runs this process's devices (through `execute` below,
+# with `rendezvous` and `devices`) and returns every fetched value, those of the other processes too.
+_process_group = None
+
+
+def set_process_group(group) -> None:
+    """Makes `group` (None: none) run this process's DevicesPlans; see `_process_group`."""
+    global _process_group
+    _process_group = group
+
+
+def execute(plan, feed_values: list, pool=None, rendezvous: Rendezvous | None = None, devices=None) -> list:
+    """Runs a Plan (on the executor) or a DevicesPlan (see the module docstring); returns the fetched values.
+
+    `devices` (a set of device names) runs only those devices' parts, leaving None for the fetches
+    of the others: each process of a multi-process job runs its own devices so, with a `rendezvous`
+    that reaches the others. Given neither, a process group set by `set_process_group` runs it."""
+    if not isinstance(plan, DevicesPlan):
+        return executor.execute(plan, feed_values, pool)
+    if rendezvous is None and devices is None and _process_group is not None:
+        return _process_group.execute(plan, feed_values, pool)
+    rendezvous = rendezvous if rendezvous is not None else LocalRendezvous()
+    results: list = [None] * plan.num_fetches
+    parts = plan.parts if devices is None else [p for p in plan.parts if p[0] in devices]
+
+    def run(device_plan: Plan, indices: list[int]) -> None:
+        try:
+            out = executor.execute(device_plan, feed_values, pool, rendezvous)
+        except BaseException as e:  # noqa: BLE001  (the first failure is raised by the calling thread)
+            rendezvous.abort(e)  # a no-op when the executor aborted with it already
+            return
+        for k, v in zip(indices, out, strict=True):
+            results[k] = v
+
+    threads = [threading.Thread(target=run, args=part[1:], name=f"device {part[0]}", daemon=True)
+               for part in parts[1:]]
+    for t in threads:
+        t.start()
+    try:
+        if parts:
+            run(*parts[0][1:])
+    finally:
+        for t in threads:
+            t.join()
+    if rendezvous.aborted is not None:
+        raise rendezvous.aborted
+    return results
