@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import builtins
 import keyword
+import operator
 import re
 from dataclasses import dataclass, field
 from typing import Callable
@@ -367,9 +368,11 @@ def _common(a: tuple, b: tuple) -> tuple:
     return tuple(lit for lit in a if lit in b)
 
 
-# Numpy scalars compute with Python's operators what the ufunc computes, in a twentieth of the time
-# (the scalar math fast path against a ufunc call): scalar arithmetic and comparisons use them. Only
-# operands and results of one dtype (comparisons: one operand dtype), so no promotion rule is involved.
+# Numpy scalars compute with Python's operators what the ufunc computes, in a tenth to a twentieth of the
+# time (the scalar math fast path against a ufunc call): scalar arithmetic and comparisons use them.
+# Operands of different dtypes are fine (numpy scalars promote as the ufunc does: float64 / int64 is
+# float64), as long as the operator gives the node's own dtype, which `_operator_dtype` checks; bools
+# take only the logical operators.
 _ARITHMETIC = {"Add": "{} + {}", "Sub": "{} - {}", "Mul": "{} * {}", "TrueDiv": "{} / {}", "FloorDiv": "{} // {}",
                "Mod": "{} % {}", "Neg": "-{}", "Abs": "abs({})"}
 _COMPARISONS = {"Less": "{} < {}", "LessEqual": "{} <= {}", "Greater": "{} > {}", "GreaterEqual": "{} >= {}",
@@ -378,6 +381,20 @@ _COMPARISONS = {"Less": "{} < {}", "LessEqual": "{} <= {}", "Greater": "{} > {}"
 # (the Python bool is converted first); `^` with numpy's own True (TRUE, a helper) is the same logical not
 # on the scalar fast path (30 ns)
 _LOGICAL = {"LogicalAnd": "{} & {}", "LogicalOr": "{} | {}", "LogicalNot": "{} ^ TRUE"}
+_OPERATOR_FUNCTIONS = {"Add": operator.add, "Sub": operator.sub, "Mul": operator.mul, "TrueDiv": operator.truediv,
+                       "FloorDiv": operator.floordiv, "Mod": operator.mod, "Neg": operator.neg, "Abs": abs}
+_operator_dtypes: dict = {}
+
+
+def _operator_dtype(op: str, dtypes: tuple):
+    """The dtype `_ARITHMETIC[op]` gives on numpy scalars of `dtypes` (ones, so nothing divides by zero)."""
+    key = (op, dtypes)
+    got = _operator_dtypes.get(key)
+    if got is None:
+        with np.errstate(all="ignore"):
+            result = _OPERATOR_FUNCTIONS[op](*(np.ones((), d)[()] for d in dtypes))
+        got = _operator_dtypes[key] = np.asarray(result).dtype
+    return got
 
 
 def _scalar_operator(node: Node) -> str | None:
@@ -386,16 +403,13 @@ def _scalar_operator(node: Node) -> str | None:
     op, ins, outs = node.op, node.inputs, node.outputs
     if len(outs) != 1 or outs[0].shape != () or any(t.shape != () for t in ins):
         return None
-    dtypes = {t.dtype for t in ins}
-    if len(dtypes) != 1:
-        return None
-    (dtype,) = dtypes
-    kind = getattr(dtype, "kind", None)
-    if op in _ARITHMETIC and kind in "iuf" and outs[0].dtype == dtype and not (op == "TrueDiv" and kind != "f"):
+    dtypes = tuple(t.dtype for t in ins)
+    kinds = {getattr(d, "kind", None) for d in dtypes}
+    if op in _ARITHMETIC and kinds <= set("iuf") and _operator_dtype(op, dtypes) == outs[0].dtype:
         return _ARITHMETIC[op]
-    if op in _COMPARISONS and kind in "iuf":
+    if op in _COMPARISONS and kinds <= set("iuf"):
         return _COMPARISONS[op]
-    if op in _LOGICAL and kind == "b":
+    if op in _LOGICAL and kinds == {"b"}:
         return _LOGICAL[op]
     return None
 

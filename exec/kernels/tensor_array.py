@@ -201,7 +201,7 @@ def _unstack(node, rt):
         if len(ta.elements) < value.shape[0]:
             ta.elements.extend([None] * (value.shape[0] - len(ta.elements)))
         n = value.shape[0]
-        if not ta.accumulate and all(e is None for e in ta.elements[:n]):
+        if not ta.accumulate and ta.elements[:n].count(None) == n:  # nothing written there yet
             # the rows as the array's dtype, with one conversion for all of them (a `for` over an
             # array unstacks it before its loop): the values writing them one by one stores, the
             # elements of a vector as numpy scalars, as iterating over it in Python gives them
