@@ -251,7 +251,7 @@ class _Runner:
         if timeline is not None and not isinstance(plan, DevicesPlan):  # a partitioned run is not traced yet
             if pool is None and plan.uses_pool:
                 pool = _shared_pool(session.inter_op_threads)
-            results = execute(traced_plan(plan, timeline, session.runtime.memory), values, pool)
+            results = execute(traced_plan(plan, timeline, session.runtime), values, pool)
         else:
             results = program(values) if program is not None else execute(plan, values, pool)
         out = []

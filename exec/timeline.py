@@ -67,15 +67,16 @@ class Timeline:
             json.dump(self.to_json(), f)
 
 
-def traced_plan(plan, timeline: Timeline, memory):
+def traced_plan(plan, timeline: Timeline, runtime):
     """A copy of `plan` whose kernels record their spans on `timeline` (and, for stack kernels, the
-    bytes `memory`, the session's memory manager, holds after them)."""
+    bytes that the memory manager of `runtime`, the session's, holds after them)."""
     traced = copy.copy(plan)
-    traced.fn = [f if f is None else _traced_kernel(f, node, timeline, memory) for f, node in zip(plan.fn, plan.nodes)]
+    traced.fn = [f if f is None else _traced_kernel(f, node, timeline, runtime)
+                 for f, node in zip(plan.fn, plan.nodes)]
     return traced
 
 
-def _traced_kernel(fn, node, timeline: Timeline, memory):
+def _traced_kernel(fn, node, timeline: Timeline, runtime):
     name = f"{node.op} {node.name}"
     args = {"source": str(node.source)} if node.source else None
     stack_op = node.op in STACK_OPS
@@ -88,6 +89,7 @@ def _traced_kernel(fn, node, timeline: Timeline, memory):
         finally:
             t1 = perf_counter()
             timeline.span(f"executor {current().name}", name, t0, t1, args, process="executor")
+            memory = runtime.memory  # made by the first StackNew where the session has no device
             if stack_op and memory is not None:
                 timeline.counter("executor saved bytes", t1, {"saved bytes": memory.bytes_in_use},
                                  process="executor")
