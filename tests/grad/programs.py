@@ -22,7 +22,10 @@ Opt-in features (`programs(features=...)`), each a class of programs that once w
   one variable's current value with respect to another's current value, as Python means it (an
   error where it needs earlier iterations, see grad.carried; only `build_unrolled` computes it);
 - "non_differentiable": ("step", j, k) v_j * (v_k > 0) and ("argmax_scale", j, k)
-  v_j * (1 + argmax(v_k)): paths through ops without a gradient.
+  v_j * (1 + argmax(v_k)): paths through ops without a gradient;
+- "outer": ("mul_outer", j, k) v_j * tanh(u_k), u the variables' values where the innermost enclosing
+  `if` or `while` began (the inputs at top level): a loop or branch body reading a tensor computed
+  outside it (a loop in a cond reading the value from before the cond, to second order).
 
 - `build_graph` builds the program with graph.cond / graph.while_loop / TensorArray;
 - `run_python` runs it with Python control flow on numpy values, recording every
@@ -40,7 +43,7 @@ import graph
 
 VARS = ("a", "b")
 LOSS_WEIGHTS = {"a": np.array([0.7, -1.1]), "b": np.array([0.4, 0.9])}
-FEATURES = ("matmul", "gradients", "grad_of", "non_differentiable")
+FEATURES = ("matmul", "gradients", "grad_of", "non_differentiable", "outer")
 LOSSES = ("sq_w", "tanh_w", "sin_self", "cond_sq")
 STEP = 0.3                                   # the step of a "grad" / "grad_of" update
 C = np.array([0.9, -0.7])                    # grad_of differentiates sum(v[y] * C)
@@ -58,6 +61,8 @@ def _expr(features):
         kinds.append(st.tuples(st.just("mat_w"), j))
     if "non_differentiable" in features:
         kinds += [st.tuples(st.just("step"), j, j), st.tuples(st.just("argmax_scale"), j, j)]
+    if "outer" in features:
+        kinds.append(st.tuples(st.just("mul_outer"), j, j))
     return st.one_of(*kinds)
 
 
@@ -120,6 +125,8 @@ def _eval_expr(e, v, p, m):
         return v[e[1]] * m.positive(v[e[2]])
     if kind == "argmax_scale":
         return v[e[1]] * m.one_plus_argmax(v[e[2]])
+    if kind == "mul_outer":
+        return v[e[1]] * m.tanh(p.outer[e[2]])
     raise ValueError(kind)
 
 
@@ -144,11 +151,18 @@ def _loss(v, m):
 
 
 class Params:
-    """The program's parameters: w, and the matrix M computed from it at the start (where used)."""
+    """The program's parameters: w, the matrix M computed from it at the start (where used), and
+    `outer`, the variables' values where the innermost enclosing `if` or `while` began."""
 
-    def __init__(self, w, m, prog):
+    def __init__(self, w, m, prog, v):
         self.w = w
         self.M = m.weights(w) if uses(prog, "mat_w") else None
+        self.outer = dict(v)
+
+    def entering(self, v):
+        """Makes v the outer values of the statement about to run; returns those to restore after it."""
+        saved, self.outer = self.outer, dict(v)
+        return saved
 
 
 # --------------------------------------------------------------------------- Python control flow
@@ -176,7 +190,7 @@ class _NumpyMath:
 def run_python(prog, x, w, m=_NumpyMath, value=lambda t: t, decisions=None):
     """Runs with Python control flow; `value` gives the number a decision looks at."""
     v = {"a": x, "b": x * 0.5}
-    _run_block(prog, v, Params(w, m, prog), m, value, decisions if decisions is not None else [])
+    _run_block(prog, v, Params(w, m, prog, v), m, value, decisions if decisions is not None else [])
     return _loss(v, m)
 
 
@@ -199,10 +213,12 @@ def _run_block(block, v, p, m, value, decisions):
         elif s[0] == "if":
             taken = float(value(m.sum(v[s[1]]))) > s[2]
             decisions.append(taken)
+            saved = p.entering(v)
             _run_block(s[3] if taken else s[4], v, p, m, value, decisions)
+            p.outer = saved
         else:
             _, src, threshold, trips, record, body = s
-            k, written = 0, []
+            k, written, saved = 0, [], p.entering(v)
             while True:
                 go = k < trips and float(value(m.sum(v[src]))) < threshold
                 decisions.append(go)
@@ -212,6 +228,7 @@ def _run_block(block, v, p, m, value, decisions):
                     written.append(v[src])
                 _run_block(body, v, p, m, value, decisions)
                 k += 1
+            p.outer = saved
             if record and written:
                 total = written[0]
                 for t in written[1:]:
@@ -403,7 +420,7 @@ class _GraphMath:
 def build_graph(prog, x, w, par: int = 32):
     """The loss as a graph with in-graph control flow."""
     v = {"a": x, "b": x * 0.5}
-    v = _graph_block(prog, v, Params(w, _GraphMath, prog), par)
+    v = _graph_block(prog, v, Params(w, _GraphMath, prog, v), par)
     return _loss(v, _GraphMath)
 
 
@@ -441,12 +458,16 @@ def _graph_block(block, v, p, par):
             v[dst] = v[dst] - STEP * _graph_gradient(graph.reduce_sum(v[y] * graph.constant(C)), v[x], in_if)
         elif s[0] == "if":
             _, src, threshold, then_b, else_b = s
+            saved = p.entering(v)
             out = graph.cond(graph.reduce_sum(v[src]) > threshold,   # each branch traced once, as Python runs it
                              lambda: _in_order(_graph_block(then_b, v, p, par)),
                              lambda: _in_order(_graph_block(else_b, v, p, par)))
+            p.outer = saved
             v = dict(zip(VARS, out))
         else:
+            saved = p.entering(v)
             v = _graph_while(s, v, p, par)
+            p.outer = saved
     return v
 
 

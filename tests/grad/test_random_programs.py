@@ -4,8 +4,9 @@ Python (dual numbers), and do not depend on parallel_iterations; compiled code c
 as the dataflow executor. With the generator's opt-in features: matmuls by a weight in loops (their
 gradients summed after the gradient loop), gradients taken inside loop bodies and branches
 (differentiated again from outside), the gradient of one variable's value with respect to another's
-(equal to Python's, or an error naming the loop variable), and paths through ops without a gradient (a
-NonDifferentiableWarning only where the exact derivative is zero)."""
+(equal to Python's, or an error naming the loop variable), paths through ops without a gradient (a
+NonDifferentiableWarning only where the exact derivative is zero), and loop and branch bodies reading
+tensors from outside them (loops in conds, nested loops), to second order."""
 import re
 import warnings
 
@@ -177,6 +178,23 @@ def test_random_programs_with_matmuls_inner_gradients_and_cut_paths_second_order
     hv = _hessian_vector_product(prog, x0, w0, v0, lambda x, w: P.build_graph(prog, x, w))
     hv_u = _hessian_vector_product(prog, x0, w0, v0, lambda x, w: P.build_unrolled(prog, x0, w0, x, w))
     np.testing.assert_allclose(hv, hv_u, rtol=1e-9, atol=1e-9)
+    np.testing.assert_allclose(hv, P.forward_hessian_vector(prog, x0, w0, v0), rtol=1e-9, atol=1e-9)
+
+
+@settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(prog=P.programs(depth=3, features=("outer", "matmul")), x0=vec, w0=vec)
+# a loop in a cond whose body reads the value from before the cond (issue 11, item 5)
+@example(prog=[("if", "a", -0.5, [("while", "b", 4.0, 3, False, [("assign", "b", ("mul_outer", "b", "a")),
+                                                                  ("assign", "a", ("mul_w", "b"))])],
+                [("assign", "b", ("mul_w", "a"))])], x0=_X0, w0=_W0)
+# nested loops in a cond, the inner body reading the value from before the inner loop
+@example(prog=[("if", "a", -0.5, [("while", "a", 4.0, 2, True, [
+    ("while", "b", 4.0, 2, False, [("assign", "b", ("mul_outer", "a", "b")), ("assign", "b", ("mat_w", "b"))])])],
+                [("assign", "a", ("mul_outer", "b", "a"))])], x0=_X0, w0=_W0)
+def test_loops_in_conds_reading_outer_tensors_first_and_second_order(prog, x0, w0):
+    _check(prog, x0, w0)
+    v0 = np.array([0.6, -0.8])
+    hv = _hessian_vector_product(prog, x0, w0, v0, lambda x, w: P.build_graph(prog, x, w))
     np.testing.assert_allclose(hv, P.forward_hessian_vector(prog, x0, w0, v0), rtol=1e-9, atol=1e-9)
 
 

@@ -6,6 +6,7 @@ import pytest
 
 import grad
 import graph
+import transpile
 from exec import Session
 from tests.grad.test_reference import CASES, W0, X0
 
@@ -134,3 +135,38 @@ def test_second_order_of_a_loop_in_a_cond_whose_body_multiplies_by_an_outer_weig
     want3 = (sess.run(hvp, {**feeds, W: W0 + eps * v0}) - sess.run(hvp, {**feeds, W: W0 - eps * v0})) / (2 * eps)
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-7)
     np.testing.assert_allclose(got3, want3, rtol=1e-5, atol=1e-7)
+
+
+def _loop_in_a_branch_reading_outer_tensors(w, x, n):
+    u = np.sin(w)                 # computed outside the cond, read by the loop's body
+    if np.sum(x) > 0:
+        h = x
+        i = 0
+        while i < n:
+            h = np.tanh(h * u) + x
+            for j in range(i):    # a nested loop reading w from two levels out
+                h = h * w
+            i += 1
+        y = h
+    else:
+        y = x * w
+    return np.sum(y * y * y)
+
+
+def _second_order_of_the_converted_function(w, x, n, v):
+    (g,) = grad.gradients(_loop_in_a_branch_reading_outer_tensors(w, x, n), [w])
+    (hv,) = grad.gradients(np.sum(g * v), [w])
+    return g, hv
+
+
+@pytest.mark.parametrize("sign", [1.0, -1.0])
+def test_second_order_of_a_converted_loop_in_a_branch_reading_outer_tensors(sign):
+    f = transpile.function(_second_order_of_the_converted_function)
+    w0, x0, v0 = np.array([0.7, -0.3]), sign * np.array([0.4, 0.5]), np.array([0.6, -0.8])
+    g, hv = f(w0, x0, 3, v0)
+    eps = 1e-5
+    loss = _loop_in_a_branch_reading_outer_tensors   # plain Python
+    np.testing.assert_allclose(g, [(loss(w0 + eps * e, x0, 3) - loss(w0 - eps * e, x0, 3)) / (2 * eps)
+                                   for e in np.eye(2)], rtol=1e-6, atol=1e-8)
+    want = (f(w0 + eps * v0, x0, 3, v0)[0] - f(w0 - eps * v0, x0, 3, v0)[0]) / (2 * eps)
+    np.testing.assert_allclose(hv, want, rtol=1e-6, atol=1e-8)
