@@ -381,6 +381,10 @@ _COMPARISONS = {"Less": "{} < {}", "LessEqual": "{} <= {}", "Greater": "{} > {}"
 # (the Python bool is converted first); `^` with numpy's own True (TRUE, a helper) is the same logical not
 # on the scalar fast path (30 ns)
 _LOGICAL = {"LogicalAnd": "{} & {}", "LogicalOr": "{} | {}", "LogicalNot": "{} ^ TRUE"}
+# np.maximum / np.minimum of two scalars of one dtype: a NaN operand wins, and of equal operands (0.0 and
+# -0.0) the second is the result, as the ufunc gives them
+_CHOICES = {"Maximum": "({0} if {0} > {1} or {0} != {0} else {1})",
+            "Minimum": "({0} if {0} < {1} or {0} != {0} else {1})"}
 _OPERATOR_FUNCTIONS = {"Add": operator.add, "Sub": operator.sub, "Mul": operator.mul, "TrueDiv": operator.truediv,
                        "FloorDiv": operator.floordiv, "Mod": operator.mod, "Neg": operator.neg, "Abs": abs}
 _operator_dtypes: dict = {}
@@ -407,6 +411,8 @@ def _scalar_operator(node: Node) -> str | None:
     kinds = {getattr(d, "kind", None) for d in dtypes}
     if op in _ARITHMETIC and kinds <= set("iuf") and _operator_dtype(op, dtypes) == outs[0].dtype:
         return _ARITHMETIC[op]
+    if op in _CHOICES and kinds <= set("iuf") and len(set(dtypes)) == 1 and outs[0].dtype == dtypes[0]:
+        return _CHOICES[op]
     if op in _COMPARISONS and kinds <= set("iuf"):
         return _COMPARISONS[op]
     if op in _LOGICAL and kinds == {"b"}:

@@ -5,6 +5,7 @@ tests/transpile/test_random_programs.py) run compiled code too."""
 import contextlib
 import io
 import linecache
+import operator
 import traceback
 
 import numpy as np
@@ -293,3 +294,48 @@ def test_make_callable_runs_compiled_plans_through_their_entry():
     with g.as_default():
         G.add(x, 1.0)  # the graph changed: the session's runner takes over
     np.testing.assert_array_equal(call(np.ones(3), 1)[1], [4.0, 6.0, 8.0])
+
+
+_SCALAR_DTYPES = (np.float64, np.float32, np.int64, np.int32, np.uint8)
+_SPECIAL = (np.nan, np.inf, -np.inf, 0.0, -0.0, 1.0, -2.5, 3.0, 255.0)
+
+
+def _scalar(dtype, value):
+    with np.errstate(all="ignore"):
+        return np.asarray(value).astype(dtype)[()] if np.dtype(dtype).kind == "f" else \
+            np.asarray(0 if not np.isfinite(value) else value).astype(dtype)[()]
+
+
+@pytest.mark.parametrize("op", ["add", "sub", "mul", "truediv", "floordiv", "mod", "maximum", "minimum", "lt", "le",
+                                "gt", "ge", "eq", "ne"])
+def test_scalar_operators_of_compiled_code_give_the_kernels_bits(op):
+    """Compiled code computes scalar ops with Python's operators (codegen._scalar_operator): on every pair of
+    dtypes and on NaN, infinities and signed zeros they give what the kernels give, dtype and sign included."""
+    build = getattr(G, op) if op in ("maximum", "minimum") else getattr(operator, op)
+    operators_used = 0
+    for da in _SCALAR_DTYPES:
+        for db in _SCALAR_DTYPES:
+            g = G.Graph()
+            with g.as_default():
+                a, b = G.placeholder(da, [], name="a"), G.placeholder(db, [], name="b")
+                out = build(a, b)
+            feeds = [{a: _scalar(da, x), b: _scalar(db, y)} for x in _SPECIAL for y in _SPECIAL]
+            compiled, dataflow = Session(g, mode="compiled"), Session(g, mode="dataflow")
+            calls_kernel = f"{out.node.op}(" in compiled.compiled_source(out, [a, b])
+            operators_used += not calls_kernel
+            with np.errstate(all="ignore"):
+                for feed in feeds:
+                    got, want = compiled.run(out, feed), dataflow.run(out, feed)
+                    assert np.asarray(got).dtype == np.asarray(want).dtype, (op, da, db, feed)
+                    assert np.array_equal(got, want, equal_nan=True) and np.signbit(got) == np.signbit(want), \
+                        (op, da, db, list(feed.values()), got, want)
+    assert operators_used >= len(_SCALAR_DTYPES)  # at least on operands of one dtype
+
+
+def test_logical_not_of_a_scalar_in_compiled_code():
+    g = G.Graph()
+    with g.as_default():
+        p = G.placeholder(np.bool_, [], name="p")
+        out = G.logical_not(p)
+    for v in (True, False):
+        assert _both(g, out, {p: v}) == (not v)
