@@ -137,6 +137,17 @@ class _Partitioner:
         got = self.recvs.get((t, device))
         if got is not None:
             return got
+        n = t.node
+        if n.op == "Enter" and n.attrs["is_constant"]:
+            # A loop constant is entered again on `device` from its value in the parent frame: sent once
+            # per instance of the loop, not once per iteration (and by a partition that may run no
+            # iterations of its own).
+            outer = n.inputs[0]
+            value = self.copies[outer.node].outputs[outer.index] if self.placement[outer.node] == device \
+                else self._recv(outer, device)
+            enter = self._new("Enter", [value], dict(n.attrs), device, n.context, n.source, n.name, [(t.dtype, t.shape)])
+            got = self.recvs[(t, device)] = enter.outputs[0]
+            return got
         src_device = self.placement[t.node]
         value = self.copies[t.node].outputs[t.index]
         got = self._pair(value, t.name, src_device, device, t.node.context, t.node.source)

@@ -22,7 +22,8 @@ from graph.devices import UNPLACED, canonical_device
 
 @dataclass
 class DevicesPlan:
-    """The plans of one run's devices: (device, plan, the flat fetch index of each of its fetches)."""
+    """The plans of one run's devices: (device, plan, the flat fetch index of each of its fetches, the
+    index in the run's feeds of each of its feeds)."""
 
     parts: list
     num_fetches: int
@@ -32,7 +33,7 @@ class DevicesPlan:
 
     @property
     def devices(self) -> list[str]:
-        return [d for d, _, _ in self.parts]
+        return [part[0] for part in self.parts]
 
 
 def plan_run(graph, fetches, targets, feeds, rt, use_pool: bool, partition) -> Plan | DevicesPlan:
@@ -47,15 +48,16 @@ def plan_run(graph, fetches, targets, feeds, rt, use_pool: bool, partition) -> P
     parted = partition(graph, nodes, fed)
     placement = parted.placement
     parts = []
+    fed_here = [k for k, t in enumerate(feeds) if t.node in parted.copies]  # the others feed pruned nodes
     for device in parted.devices:
         mine = [(k, parted.tensor(t)) for k, t in enumerate(fetches) if placement[t.node] == device]
         device_targets = [parted.copies[n] for n in targets if placement[n] == device] + parted.sends.get(device, [])
         if not mine and not device_targets:
             continue
-        plan = build_plan(parted.graph, [t for _, t in mine], device_targets, [parted.tensor(t) for t in feeds], rt,
-                          use_pool=use_pool)
-        parts.append((device, plan, [k for k, _ in mine]))
-    return DevicesPlan(parts, len(fetches), parted, uses_pool=any(p.uses_pool for _, p, _ in parts))
+        plan = build_plan(parted.graph, [t for _, t in mine], device_targets, [parted.tensor(feeds[k]) for k in fed_here],
+                          rt, use_pool=use_pool)
+        parts.append((device, plan, [k for k, _ in mine], fed_here))
+    return DevicesPlan(parts, len(fetches), parted, uses_pool=any(part[1].uses_pool for part in parts))
 
 
 def _with_loop_predicates(graph, nodes: list, fed: set) -> list:
@@ -98,9 +100,9 @@ def execute(plan, feed_values: list, pool=None, rendezvous: Rendezvous | None = 
     results: list = [None] * plan.num_fetches
     parts = plan.parts if devices is None else [p for p in plan.parts if p[0] in devices]
 
-    def run(device_plan: Plan, indices: list[int]) -> None:
+    def run(device_plan: Plan, indices: list[int], fed: list[int]) -> None:
         try:
-            out = executor.execute(device_plan, feed_values, pool, rendezvous)
+            out = executor.execute(device_plan, [feed_values[k] for k in fed], pool, rendezvous)
         except BaseException as e:  # noqa: BLE001  (the first failure is raised by the calling thread)
             rendezvous.abort(e)  # a no-op when the executor aborted with it already
             return

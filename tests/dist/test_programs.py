@@ -1,0 +1,75 @@
+"""Random programs (nested loops and conds, TensorArrays) with a random device per node compute, partitioned
+and run one executor per device, what they compute on one device: values for parallel_iterations 1, 2 and
+32, and gradients, whose loops span the devices their forward loops do."""
+import numpy as np
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import grad
+import graph
+from exec import Session
+from exec.multi_device import DevicesPlan
+from tests.dist.helpers import scatter, within
+from tests.exec import programs as P
+from tests.grad import programs as GP
+
+seeds = st.integers(0, 2 ** 31)
+
+
+def _check_equal(got, env, out, what):
+    for k in ("i0", "i1", "f0", "v0"):
+        np.testing.assert_array_equal(got[k], env[k], err_msg=f"{what}: variable {k}")
+    np.testing.assert_array_equal(got["out"], np.asarray(out, np.float64).reshape(-1), err_msg=f"{what}: out")
+    assert got["n"] == len(out)
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(P.programs, P.inputs, seeds)
+def test_partitioned_programs_match_python(program, values, seed):
+    env, out = P.run_python(program, values)
+    for par in (1, 2, 32):
+        g, ph, fetches = P.build_graph(program, parallel_iterations=par)
+        scatter(g, seed + par)
+        sess = Session(g, inter_op_threads=0)
+        got = within(30, sess.run, fetches, P.feed(ph, values))
+        _check_equal(got, env, out, f"partitioned, par={par}")
+        again = within(30, sess.run, fetches, P.feed(ph, values))  # a second run: fresh rendezvous keys
+        _check_equal(again, env, out, f"partitioned again, par={par}")
+
+
+floats = st.floats(-1.5, 1.5, allow_nan=False).map(lambda v: round(v, 3))
+vec = st.tuples(floats, floats).map(lambda t: np.array(t, dtype=np.float64))
+
+
+def _loss_and_gradients(prog, x0, w0, par, seed):
+    g = graph.Graph()
+    with g.as_default():
+        x = graph.placeholder(np.float64, (2,), name="x")
+        w = graph.placeholder(np.float64, (2,), name="w")
+        loss = GP.build_graph(prog, x, w, par)
+        if seed is not None:
+            scatter(g, seed)  # the forward graph only: gradients follow their forward nodes
+        grads = grad.gradients(loss, [x, w], non_differentiable="ignore")
+    sess = Session(g, inter_op_threads=0, mode="dataflow")
+    got = within(30, sess.run, (loss, grads), {x: x0, w: w0})
+    return got, sess
+
+
+@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(GP.programs(depth=2), vec, vec, st.sampled_from([1, 2, 32]), seeds)
+def test_partitioned_gradients_match_one_device(prog, x0, w0, par, seed):
+    want, _ = _loss_and_gradients(prog, x0, w0, par, None)
+    got, sess = _loss_and_gradients(prog, x0, w0, par, seed)
+    for a, b in zip(graph.nest.flatten(got), graph.nest.flatten(want), strict=True):
+        np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-12)
+    plans = [p for p in sess._plans.values() if isinstance(p, DevicesPlan)]
+    for plan in plans:  # every gradient loop runs on each device that holds part of its forward loop
+        placement = plan.partitioned.placement
+        fwd: dict = {}
+        for n, d in placement.items():
+            if n.frame is not None and not n.frame.frame_name.startswith("gradients"):
+                fwd.setdefault(n.frame.frame_name, set()).add(d)
+        for n, d in placement.items():
+            f = n.graph.colocation.get(n)
+            if f is not None and f in placement and n.device == "":
+                assert d == placement[f], f"{n.name} is not with {f.name}"
