@@ -274,7 +274,9 @@ class _Replay:
         self.targets = targets
         self.memo: dict = {}
 
-    def value(self, t: Tensor) -> Tensor:
+    def value(self, t: Tensor, where=None) -> Tensor:
+        """`t` computed again, in the target of its context (`where`, the consumer's target, for a
+        context that has none: see `_target`)."""
         got = self.leaves.get(t)
         if got is not None:
             return got
@@ -292,7 +294,7 @@ class _Replay:
         for k in self.owner.fixed:
             if t is loop.switches[k].outputs[1] or t is loop.merges[k].outputs[0]:
                 return state.resolve(loop.enters[k].inputs[0])
-        target = self._target(ctx)
+        target = self._target(ctx, where)
         key = (t, id(target))
         out = self.memo.get(key)
         if out is not None:
@@ -301,7 +303,7 @@ class _Replay:
         if ctx is loop and state._loop_invariant(n, loop):
             out = state._recomputed(t)
         elif unit is not None and n.op == "Switch":
-            out = route(target, self.value(n.inputs[0]))
+            out = route(target, self.value(n.inputs[0], target))
         elif unit is not None and n.op == "Merge" and n in unit.merges:
             out = self._cond(unit, target)[unit.merges.index(n)]
         else:
@@ -309,13 +311,20 @@ class _Replay:
         self.memo[key] = out
         return out
 
-    def _target(self, ctx):
+    def _target(self, ctx, where=None):
+        """Where values of forward context `ctx` are built: the loop's replay context, a branch of a
+        cond copy being built, the mirror of a branch (the gradient cond takes the same branch), else
+        `where`: a value a gradient built in the body read from another cond's branch, through a
+        Switch that is live only when that branch ran (grad.build_state's imports), is computed again
+        where it is read."""
         got = self.targets.get(ctx)
         if got is not None:
             return got
         mirror = self.state.mirror.get(ctx)
         if mirror is not None and self.state.visible(mirror):
             return mirror
+        if where is not None:
+            return where
         raise GraphError(f"gradients: internal error: no context to compute a value of {ctx.describe()} again in")
 
     def _op(self, n: Node, target) -> Node:
@@ -323,7 +332,7 @@ class _Replay:
         if controls:
             raise _refusal(self.loop, n, f"orders {n.op} {n.name} after {controls[0].name} by a control "
                            "dependency", "a replay cannot keep that order")
-        ins = [self.value(x) for x in n.inputs]
+        ins = [self.value(x, target) for x in n.inputs]
         with self.graph.in_context(target), self.graph.control_dependencies(None):
             return self.graph.create_node(n.op, ins, dict(n.attrs), name="recomputed_" + n.name.rsplit("/", 1)[-1],
                                           source=n.source)

@@ -87,6 +87,22 @@ def test_recomputed_gradients_equal_kept_ones(prog, x0, w0, k, par, mode, monkey
     _close(gw, kw)
 
 
+@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(prog=P.programs(depth=2, features=("matmul", "gradients")), x0=vec, w0=vec, k=st.sampled_from([1, 2, 3]),
+       mode=st.sampled_from(["compiled", "dataflow"]))
+@example(prog=[("while", "a", 2.0, 3, False, [("grad", "b", "a", "cond_sq", True)])], x0=np.array([0.3, -0.2]),
+         w0=np.array([0.5, 1.1]), k=1, mode="dataflow")
+def test_recomputed_bodies_with_matmuls_and_gradients_taken_inside(prog, x0, w0, k, mode, monkeypatch):
+    """Weight matmuls (loop sums under keep, not under recompute), and gradients taken in the body, in a
+    branch, from a loss computed before the branch (its gradient cond reads the loss cond's branch values)."""
+    prog = _fit(prog)
+    loss, (gx, gw) = _gradients(prog, x0, w0, "recompute", k, 10, mode, monkeypatch)
+    kloss, (kx, kw) = _gradients(prog, x0, w0, "keep", None, 10, mode, monkeypatch)
+    assert loss == kloss
+    _close(gx, kx)
+    _close(gw, kw)
+
+
 def _rnn(policy, k, trips, par=10):
     """An LSTM-like cell over `trips` steps: four gates from one matmul, a cell state, a hidden state."""
     g = graph.Graph()
