@@ -18,7 +18,9 @@ class RunError(RuntimeError):
         lines = [message]
         if node is not None:
             built = f", built at {node.source}" if node.source else ""
-            lines.append(f"  in node {node.name} ({node.op}){built}")
+            # the device only where it says something: a node that placement or the user put on one
+            device = f" on device {node.device}" if getattr(node, "device", "") else ""
+            lines.append(f"  in node {node.name} ({node.op}){device}{built}")
         if where:
             lines.append(f"  {where}")
         super().__init__("\n".join(lines))
