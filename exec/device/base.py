@@ -91,6 +91,7 @@ class Stream:
             self.clock[self.name] = seq
             record_access(self.name, seq, reads, writes, label)
             self._submit(seq, fn, label)
+        self._run_submitted()
         return seq
 
     def record(self) -> Event:
@@ -110,7 +111,12 @@ class Stream:
         pass
 
     def _submit(self, seq: int, fn, label: str) -> None:
+        """Queues operation `seq` (called under the device lock, so in sequence order)."""
         raise NotImplementedError
+
+    def _run_submitted(self) -> None:
+        """Runs what `_submit` queued, for a stream that runs operations on the enqueuing thread
+        (called without the device lock: their callbacks may take other locks)."""
 
     def _done(self, seq: int) -> bool:
         raise NotImplementedError

@@ -7,9 +7,11 @@ to a given bandwidth (`copy_bandwidth`, bytes per second) so that overlap and wa
 show as they would on a PCIe link. Event callbacks run on the thread of the stream that
 completes them. Buffers are numpy arrays accounted against `memory_limit`.
 
-Numpy kernels run on the executor's threads, which stand for the compute stream: a value a
-kernel produced becomes a device buffer when `adopt` enqueues its production on the
-compute stream, so copies of it must wait for the compute stream as on a GPU.
+Numpy kernels run on the executor's threads, which stand for the compute stream: its
+operations run at once on the thread that enqueues them. A value a kernel produced becomes
+a device buffer when `adopt` enqueues its production on the compute stream, so copies of
+it must wait for the compute stream as on a GPU (the checker counts the order of the
+protocol, not what has run).
 """
 from __future__ import annotations
 
@@ -24,22 +26,42 @@ from exec.device.base import Device, Stream
 
 
 class SimulatedStream(Stream):
-    """A stream whose operations run in order on a thread of its own."""
+    """A stream whose operations run in order on a thread of its own, or (`inline`) on the thread that
+    enqueues them, at once: the compute stream, which the executor's threads stand for."""
 
-    def __init__(self, device: "SimulatedDevice", name: str):
+    def __init__(self, device: "SimulatedDevice", name: str, inline: bool = False):
         super().__init__(device, name)
-        self.done = 0
+        self.done = 0    # operations run
+        self.called = 0  # operations run whose callbacks ran too
         self.error: BaseException | None = None
         self._cv = threading.Condition(device.lock)
         self._callbacks: list = []  # (seq, callback), waiting for `done` to reach seq
         self._queue: SimpleQueue = SimpleQueue()
+        self.inline = inline
+        if inline:
+            self._pending: list = []
+            self._run_lock = threading.RLock()  # a callback may enqueue here again
+            return
         # the thread holds the stream weakly while it waits, so that a dropped device's threads end
         self._thread = threading.Thread(target=_work, args=(weakref.ref(self), self._queue),
                                         name=f"{device.name} {name}", daemon=True)
         self._thread.start()
 
     def _submit(self, seq: int, fn, label: str) -> None:
-        self._queue.put((seq, fn, label))
+        if self.inline:
+            self._pending.append((seq, fn, label))
+        else:
+            self._queue.put((seq, fn, label))
+
+    def _run_submitted(self) -> None:
+        if self.inline:
+            with self._run_lock:
+                while self._pending:
+                    with self._cv:
+                        if not self._pending:
+                            return
+                        item = self._pending.pop(0)
+                    self._run(item)
 
     def _run(self, item) -> None:
         device = self.device
@@ -55,12 +77,14 @@ class SimulatedStream(Stream):
             tl.span(f"{device.name} {self.name} stream", label, t0, t1)
         with self._cv:
             self.done = seq
-            self._cv.notify_all()
             ready = [cb for s, cb in self._callbacks if s <= seq]
             if ready:
                 self._callbacks = [(s, cb) for s, cb in self._callbacks if s > seq]
         for cb in ready:
             self._call(cb)
+        with self._cv:  # synchronize returns once the callbacks ran: what they free is free
+            self.called = seq
+            self._cv.notify_all()
 
     def _call(self, callback) -> None:
         try:
@@ -73,7 +97,7 @@ class SimulatedStream(Stream):
 
     def _wait_for(self, seq: int) -> None:
         with self._cv:
-            while self.done < seq:
+            while self.called < seq:
                 self._cv.wait()
         error, self.error = self.error, None  # raised once, to the first to synchronize
         if error is not None:
@@ -88,7 +112,8 @@ class SimulatedStream(Stream):
         self._call(callback)
 
     def close(self) -> None:
-        self._queue.put(None)
+        if not self.inline:
+            self._queue.put(None)
 
 
 def _work(ref, queue: SimpleQueue) -> None:
@@ -113,7 +138,7 @@ class SimulatedDevice(Device):
                  name: str = "/gpu:0"):
         super().__init__(name, memory_limit)
         self.copy_bandwidth = copy_bandwidth
-        self.compute = SimulatedStream(self, "compute")
+        self.compute = SimulatedStream(self, "compute", inline=True)
         self.h2d = SimulatedStream(self, "h2d")
         self.d2h = SimulatedStream(self, "d2h")
 
