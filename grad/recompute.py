@@ -23,11 +23,15 @@ Loop variables that the body passes on unchanged are not saved (their value is t
 one they entered with), nor are values computed from loop constants alone
 (build_state computes those once, outside the gradient loop).
 
+A loop nested in the body is replayed as a copy of it (a while loop built from its
+condition and body again, counting its iterations: its own gradient loop reads the trip
+count); its own gradient saves or recomputes as its own policy says.
+
 A replay is only right when running the body's ops again gives the same values:
-`check_body` refuses bodies with effects (Variable reads of a Variable the loop
-changes, Variable writes, random draws, prints, asserts), stack or TensorArray
-writes, nested loops and ordering control edges, naming the loop and the op and
-saying to use "keep" or "swap" for that loop.
+`check_body` refuses bodies (nested loops included) with effects (Variable reads of a
+Variable the loop changes, Variable writes, random draws, prints, asserts), stack or
+TensorArray writes and ordering control edges, naming the loop and the op and saying
+to use "keep" or "swap" for that loop.
 """
 from __future__ import annotations
 
@@ -35,6 +39,7 @@ import weakref
 
 import numpy as np
 
+from grad import saved as _saved
 from grad.analysis import is_within
 from graph.control_flow.cond import cond
 from graph.control_flow.contexts import CondContext, WhileContext
@@ -73,9 +78,6 @@ def check_body(loop: WhileContext) -> None:
         ctx = n.context
         if ctx is None or not is_within(ctx, loop):
             continue
-        if ctx is not loop and isinstance(ctx.frame, WhileContext) and ctx.frame is not loop:
-            raise _refusal(loop, None, f"contains a nested while loop (at {ctx.frame.source})",
-                           "a replay does not run nested loops again")
         what = _effect(n)
         if what is not None:
             raise _refusal(loop, n, *what)
@@ -95,6 +97,8 @@ def _effect(n: Node):
         return "draws random numbers", "a replay would draw other numbers"
     if op in ("Print", "Assert"):
         return f"has a {op}", "a replay would run it again"
+    if op == "TensorArrayNew":   # a new array: one made again is as empty as the first
+        return None
     if op.startswith("TensorArray") and get_opdef(op).stateful:
         return "writes a TensorArray", "a replay would write it again"
     if op.startswith("Stack"):
@@ -286,8 +290,11 @@ class _Replay:
             if not n.attrs["is_constant"]:
                 raise GraphError(f"gradients: internal error: loop variable Enter {n.name} reached in a replay")
             return state.resolve(n.inputs[0])
-        if n.op == "Enter" and n.attrs["is_constant"] and n.context is not loop and is_within(n.context, loop):
-            raise GraphError(f"gradients: internal error: {n.name} of a nested loop reached in a replay")
+        if n.op == "Enter" and n.context is not loop and is_within(n.context, loop):
+            if not n.attrs["is_constant"]:
+                raise GraphError(f"gradients: internal error: loop variable Enter {n.name} of a nested loop "
+                                 "reached in a replay")
+            return self.value(n.inputs[0], where)  # routed into the copy of the nested loop by its consumer
         ctx = state.value_context(t)
         if ctx is None or not is_within(ctx, loop):
             return state.resolve(t)
@@ -306,6 +313,9 @@ class _Replay:
             out = route(target, self.value(n.inputs[0], target))
         elif unit is not None and n.op == "Merge" and n in unit.merges:
             out = self._cond(unit, target)[unit.merges.index(n)]
+        elif n.op == "Exit":
+            inner = state.index.exit_loop.get(n) or n.inputs[0].node.frame
+            out = self._loop(inner, target)[inner.exits.index(n)]
         else:
             out = self._op(n, target).outputs[t.index]
         self.memo[key] = out
@@ -356,6 +366,63 @@ class _Replay:
             return build
         with self.graph.in_context(target), self.graph.control_dependencies(None):
             out = cond(pred, branch(1), branch(0), name="recomputed_cond")
+        self.memo[key] = out
+        return out
+
+
+    def _loop(self, inner: WhileContext, target) -> list[Tensor]:
+        """Exit values of a copy of nested loop `inner`, built in `target`: its condition and body
+        computed again from the copy's loop variables. Its iteration counter (grad.saved: the trip
+        count its own gradient loop reads) is counted again too."""
+        key = (inner, id(target))
+        out = self.memo.get(key)
+        if out is not None:
+            return out
+        graph = self.graph
+        counter = _saved.counter_for(inner)   # made now, so that the copy counts as the loop will
+        shapes = [m.outputs[0].shape for m in inner.merges]
+        init = []
+        for k, e in enumerate(inner.enters):
+            counts = inner.switches[k].outputs[1] is counter.body
+            v = constant(np.int64(0)) if counts else self.value(e.inputs[0], target)
+            with graph.in_context(target):
+                v = graph.create_node("Identity", [v], name="loop_init").outputs[0]
+            v.shape = shapes[k]   # the loop's relaxed shapes: the copy is traced once
+            init.append(v)
+        traced = []
+
+        def bind(ports, values):
+            traced.append(graph.context)
+            if len(traced) > 2:   # a retrace would find this replay's records of the first one rolled back
+                raise GraphError(f"gradients: internal error: the copy of {inner.describe()} was traced again")
+            self.targets[inner] = graph.context
+            for p, v in zip(ports, values, strict=True):
+                self.leaves[p] = v
+
+        def unbind(ports):
+            del self.targets[inner]
+            for p in ports:
+                del self.leaves[p]
+
+        def cond_fn(*vs):
+            ports = [m.outputs[0] for m in inner.merges]
+            bind(ports, vs)
+            try:
+                return self.value(inner.loop_cond.inputs[0])
+            finally:
+                unbind(ports)
+
+        def body_fn(*vs):
+            ports = [sw.outputs[1] for sw in inner.switches]
+            bind(ports, vs)
+            try:
+                return [add(v, np.int64(1)) if sw.outputs[1] is counter.body else self.value(nxt.inputs[0])
+                        for v, sw, nxt in zip(vs, inner.switches, inner.next_iterations, strict=True)]
+            finally:
+                unbind(ports)
+        with graph.in_context(target), graph.control_dependencies(None):
+            out = while_loop(cond_fn, body_fn, init, parallel_iterations=inner.parallel_iterations,
+                             memory_policy="keep", name="recomputed_loop")
         self.memo[key] = out
         return out
 

@@ -1,5 +1,6 @@
-"""memory_policy options of graph.while_loop (checked, saved, listed) and the bodies "recompute" refuses: effects,
-TensorArray writes and nested loops, each named with the loop's line and the policies to use instead."""
+"""memory_policy options of graph.while_loop (checked, saved, listed), the bodies "recompute" refuses (effects,
+TensorArray writes, in the body or in a nested loop), each named with the loop's line and the policies to use
+instead, nested loops with policies of their own, and second order."""
 import os
 
 import numpy as np
@@ -68,28 +69,37 @@ def test_tensor_array_writes_are_refused():
     _refused(extra, "TensorArray")
 
 
-def test_a_nested_loop_is_refused():
+def test_an_inner_loop_that_writes_an_array_is_refused():
     def extra(i, h):
-        _, y = graph.while_loop(lambda j, y: j < 2, lambda j, y: (j + 1, y * 0.5), (graph.constant(0), h))
-        return y
-    _refused(extra, "nested while loop")
+        ta = graph.TensorArray(np.float64, size=2)
+        _, ta = graph.while_loop(lambda j, ta: j < 2, lambda j, ta: (j + 1, ta.write(j, h)), (graph.constant(0), ta))
+        return ta.read(0) * 0.0
+    _refused(extra, "TensorArray")
 
 
-def test_a_recomputed_loop_inside_a_kept_loop():
+@pytest.mark.parametrize("outer, inner", [(("recompute", 2), ("keep", None)), (("keep", None), ("recompute", 2)),
+                                          (("recompute", 1), ("recompute", 3))])
+def test_nested_loops_with_policies_of_their_own(outer, inner):
+    """An inner loop in a recomputed body runs again (a copy, with its trip count) in the gradient loop;
+    its own gradient saves or recomputes as its policy says."""
     g = graph.Graph()
     with g.as_default():
         x = graph.placeholder(np.float64, (3,), name="x")
 
-        def outer(i, h):
-            _, h = graph.while_loop(lambda j, y: j < i + 1, lambda j, y: (j + 1, graph.sin(y) * 1.1),
-                                    (graph.constant(0), h), memory_policy=policy, checkpoint_every=k)
-            return i + 1, graph.tanh(h)
+        def body(i, h, policy, k):
+            def inner_body(j, y):
+                return j + 1, graph.sin(y) * 1.1
+            opts = {"memory_policy": policy, "checkpoint_every": k} if policy != "keep" else {}
+            _, y = graph.while_loop(lambda j, y: j < i + 1, inner_body, (graph.constant(0), h), **opts)
+            return i + 1, graph.tanh(y + h * 0.5)
         out = {}
-        for policy, k in (("recompute", 2), ("keep", None)):
-            _, h = graph.while_loop(lambda i, h: i < 5, outer, (graph.constant(0), x))
-            out[policy] = grad.gradients(graph.reduce_sum(h * h), [x])[0]
+        for name, (op, ok), (ip, ik) in (("got", outer, inner), ("keep", ("keep", None), ("keep", None))):
+            opts = {"memory_policy": op, "checkpoint_every": ok} if op != "keep" else {}
+            _, h = graph.while_loop(lambda i, h: i < 5, lambda i, h: body(i, h, ip, ik), (graph.constant(0), x),
+                                    **opts)
+            out[name] = grad.gradients(graph.reduce_sum(h * h), [x])[0]
     got = Session(g).run(out, {x: np.array([0.3, -0.4, 0.8])})
-    np.testing.assert_allclose(got["recompute"], got["keep"], rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(got["got"], got["keep"], rtol=1e-12, atol=1e-12)
 
 
 @pytest.mark.parametrize("opts, words", [
