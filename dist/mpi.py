@@ -44,9 +44,10 @@ from exec import multi_device
 from exec.rendezvous import Aborted, LocalRendezvous, Rendezvous, rendezvous_key
 from graph.devices import task_of
 
-# MPI tags: a value's header, an abort of a step, the message that stops the receive thread;
-# payload buffers take tags from _FIRST_PAYLOAD_TAG on, one per message in flight
-_VALUE, _ABORT, _STOP = 1, 2, 3
+# MPI tags: a value's header, an abort of a step, the message that stops the receive thread, a
+# rank's goodbye as its process exits; payload buffers take tags from _FIRST_PAYLOAD_TAG on, one
+# per message in flight
+_VALUE, _ABORT, _STOP, _BYE = 1, 2, 3, 4
 _FIRST_PAYLOAD_TAG = 16
 # the default for `timeout`; FLOWGRAPH_RECV_TIMEOUT (seconds) overrides it
 DEFAULT_TIMEOUT = 600.0
@@ -73,6 +74,10 @@ def _mpi():
         raise ImportError("running across processes needs mpi4py and an MPI: pip install -e '.[dist]' "
                           "(mpi4py and the mpich wheel)") from e
     return MPI
+
+
+def _send_task(key: str) -> int:
+    return task_of(key.split(";", 1)[0])
 
 
 def _recv_task(key: str) -> int:
@@ -138,6 +143,9 @@ class MpiTransport:
         self._inflight: deque = deque()
         self._payload_tags = itertools.cycle(range(_FIRST_PAYLOAD_TAG, min(MPI.TAG_UB, 1 << 28)))
         self._owner_cache: dict[str, int] = {}
+        # ranks whose process has exited: everything they sent came before their goodbye, so a
+        # value still awaited from one of them will never come
+        self.gone: set[int] = set()
         self._thread = threading.Thread(target=self._receive_loop, name=f"mpi-receive-{self.rank}", daemon=True)
         self._thread.start()
         # stop the thread before mpi4py finalizes MPI (atexit runs the later registration first)
@@ -242,6 +250,8 @@ class MpiTransport:
             elif tag == _ABORT:
                 step, rank, text = pickle.loads(buf)
                 self.mark_aborted(step, RemoteRunError(rank, text))
+            elif tag == _BYE:
+                self.gone.add(src)
             elif tag == _STOP:
                 return
 
@@ -259,10 +269,12 @@ class MpiTransport:
         self.table(step).send(h.key, value, bool(h.flags & wire.DEAD))
 
     def close(self) -> None:
-        """Stops the receive thread (sends it the stop message)."""
+        """Says goodbye to the other ranks and stops the receive thread (sends it the stop message)."""
         if self._thread.is_alive():
+            byes = [self.comm.Isend([b"", self.MPI.BYTE], r, _BYE) for r in range(self.size) if r != self.rank]
             self.comm.Isend([b"", self.MPI.BYTE], self.rank, _STOP).Wait()
             self._thread.join()
+            self.MPI.Request.Waitall(byes)
 
 
 class MpiRendezvous(Rendezvous):
@@ -319,7 +331,15 @@ class MpiRendezvous(Rendezvous):
         self.transport.finish(self.step)
 
     def _watch(self) -> None:
+        gone = self.transport.gone
         while not self._done.wait(min(0.25, self.timeout / 4)):
+            if gone:
+                lost = [k for k in list(self._waiting) if _send_task(k) in gone]
+                if lost:
+                    sender = _send_task(lost[0])
+                    self.abort(RemoteRunError(sender, f"rank {sender} exited while rank {self.rank} still waited "
+                                                      f"for its value {lost[0]!r} (step {self.step})"))
+                    return
             now = time.monotonic()
             late = [k for k, deadline in list(self._waiting.items()) if deadline < now]
             if late:

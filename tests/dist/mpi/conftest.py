@@ -20,6 +20,11 @@ def world_size() -> int:
     return 1
 
 
+def pytest_configure(config):
+    if world_size() >= 2:
+        import dist.mpi  # noqa: F401  (multi-device runs go across the ranks; dist.launch imports it too)
+
+
 def pytest_collection_modifyitems(config, items):
     if world_size() >= 2:
         return
