@@ -1,10 +1,10 @@
 """Every op type the graph defines can run: a kernel keyed by its name, except the control-flow
-primitives, which the executor implements itself; and no kernel exists for an op the graph lacks."""
+primitives and Send/Recv, which the executor implements itself; and no kernel exists for an op the graph lacks."""
 import graph  # noqa: F401  (registers every op type)
 from exec.kernels import KERNELS
 from graph.op_registry import registered_ops
 
-EXECUTOR_PRIMITIVES = {"Switch", "Merge", "Enter", "Exit", "NextIteration"}
+EXECUTOR_PRIMITIVES = {"Switch", "Merge", "Enter", "Exit", "NextIteration", "Send", "Recv"}
 
 
 def test_every_op_has_a_kernel():
