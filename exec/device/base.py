@@ -91,7 +91,6 @@ class Stream:
             self.clock[self.name] = seq
             record_access(self.name, seq, reads, writes, label)
             self._submit(seq, fn, label)
-        self._run_submitted()
         return seq
 
     def record(self) -> Event:
@@ -113,10 +112,6 @@ class Stream:
     def _submit(self, seq: int, fn, label: str) -> None:
         """Queues operation `seq` (called under the device lock, so in sequence order)."""
         raise NotImplementedError
-
-    def _run_submitted(self) -> None:
-        """Runs what `_submit` queued, for a stream that runs operations on the enqueuing thread
-        (called without the device lock: their callbacks may take other locks)."""
 
     def _done(self, seq: int) -> bool:
         raise NotImplementedError
@@ -186,15 +181,18 @@ class Device:
             self.host_bytes += nbytes
         return Buffer(self._empty_host(shape, dtype), nbytes, label, host=True)
 
-    def adopt(self, array, label: str) -> Buffer:
+    def adopt(self, array, label: str, will_copy: bool = True) -> Buffer:
         """`array`, a value the compute stream produced, as a device buffer: accounted, its write
-        the compute stream's (an upload there when `array` is a host array on a real device)."""
+        the compute stream's (an upload there when `array` is a host array on a real device).
+        Without `will_copy` (no copy will read it: a value kept where it is) the write is not
+        enqueued, which saves the stream operation; nothing checks an order no copy depends on."""
         buf = self.empty(array.shape, array.dtype, label) if self._uploads(array) else None
         if buf is None:
             n = int(array.nbytes)
             self._allocate(n, label)
             buf = Buffer(array, n, label)
-            self.compute.enqueue(_nothing, writes=[buf], label=f"produce {label}")
+            if will_copy:
+                self.compute.enqueue(_nothing, writes=[buf], label=f"produce {label}")
         else:
             self.compute.enqueue(lambda: self._copy(buf.array, array, self.compute), writes=[buf],
                                  label=f"upload {label}")

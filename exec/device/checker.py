@@ -44,7 +44,7 @@ def _what(access: tuple) -> str:
 def check_enqueue(stream_name: str, clock: dict, reads, writes, label: str) -> None:
     """Raises HappensBeforeError unless an operation `label` on `stream_name`, whose vector clock is
     `clock`, may read `reads` and write `writes` (see the module docstring)."""
-    for buf, writing in [(b, False) for b in reads] + [(b, True) for b in writes]:
+    for buf, writing in _accesses(reads, writes):
         if buf.freed:
             raise HappensBeforeError(f"{label} on the {stream_name} stream uses {buf.label} after it was freed")
         w = buf.writer
@@ -59,6 +59,13 @@ def check_enqueue(stream_name: str, clock: dict, reads, writes, label: str) -> N
                     raise HappensBeforeError(
                         f"{label} on the {stream_name} stream overwrites {buf.label} while {_what(r)} may still "
                         f"read it: wait for an event recorded after that read first")
+
+
+def _accesses(reads, writes):
+    for b in reads:
+        yield b, False
+    for b in writes:
+        yield b, True
 
 
 def record_access(stream_name: str, seq: int, reads, writes, label: str) -> None:
