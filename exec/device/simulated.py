@@ -39,8 +39,6 @@ class SimulatedStream(Stream):
         self._queue: SimpleQueue = SimpleQueue()
         self.inline = inline
         if inline:
-            self._pending: list = []
-            self._run_lock = threading.RLock()  # a callback may enqueue here again
             return
         # the thread holds the stream weakly while it waits, so that a dropped device's threads end
         self._thread = threading.Thread(target=_work, args=(weakref.ref(self), self._queue),
@@ -48,20 +46,20 @@ class SimulatedStream(Stream):
         self._thread.start()
 
     def _submit(self, seq: int, fn, label: str) -> None:
-        if self.inline:
-            self._pending.append((seq, fn, label))
-        else:
+        if not self.inline:
             self._queue.put((seq, fn, label))
-
-    def _run_submitted(self) -> None:
-        if self.inline:
-            with self._run_lock:
-                while self._pending:
-                    with self._cv:
-                        if not self._pending:
-                            return
-                        item = self._pending.pop(0)
-                    self._run(item)
+            return
+        # at once, under the device lock: no event of this stream can be recorded before it is done,
+        # so no callback waits for it
+        tl = self.device.timeline
+        t0 = time.perf_counter() if tl is not None else 0.0
+        try:
+            fn()
+        except BaseException as e:  # kept for whoever synchronizes on the stream
+            self.error = self.error or e
+        self.done = self.called = seq
+        if tl is not None:
+            tl.span(f"{self.device.name} {self.name} stream", label, t0, time.perf_counter())
 
     def _run(self, item) -> None:
         device = self.device
