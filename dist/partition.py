@@ -151,6 +151,10 @@ class _Partitioner:
         src_device = self.placement[t.node]
         value = self.copies[t.node].outputs[t.index]
         got = self._pair(value, t.name, src_device, device, t.node.context, t.node.source)
+        if n.op == "LoopCond":
+            # received, the predicate is marked a loop's again: the executor treats Switches on a LoopCond
+            # as the loop's (never as a cond's skippable branches), and forwards the LoopCond for free
+            got = self._new("LoopCond", [got], {}, device, n.context, n.source, n.name, [(t.dtype, t.shape)]).outputs[0]
         self.recvs[(t, device)] = got
         return got
 
