@@ -40,7 +40,7 @@ import weakref
 import numpy as np
 
 from grad import saved as _saved
-from grad.analysis import is_within
+from grad.analysis import is_within, variable_of
 from graph.control_flow.cond import cond
 from graph.control_flow.contexts import CondContext, WhileContext
 from graph.control_flow.stack import stack_pop
@@ -89,10 +89,11 @@ def check_body(loop: WhileContext) -> None:
 def _effect(n: Node):
     """(what the op does, why a replay cannot do it again) for an op that a replay must not run."""
     op = n.op
-    if op == "ReadVariable":
-        return "reads a Variable that the loop assigns", "a replay would read its value at backward time"
+    if op == "ReadVariable":   # reads of a Variable the loop never assigns are hoisted out of it
+        return f"reads Variable {_variable_name(n)}, which the loop assigns", \
+            "a replay would read the value it has when the gradient runs"
     if op.startswith("Assign"):
-        return "assigns a Variable", "a replay would assign it again"
+        return f"assigns Variable {_variable_name(n)}", "a replay would assign it again"
     if op in ("RandomUniform", "RandomNormal", "Categorical") or op.startswith("Random"):
         return "draws random numbers", "a replay would draw other numbers"
     if op in ("Print", "Assert"):
@@ -107,6 +108,13 @@ def _effect(n: Node):
     if d.stateful or d.ordered:
         return f"has a stateful op ({op})", "a replay could give another value"
     return None
+
+
+def _variable_name(n: Node) -> str:
+    try:
+        return repr(variable_of(n).name)
+    except (GraphError, AttributeError):
+        return n.name
 
 
 def _refusal(loop: WhileContext, n: Node | None, what: str, why: str) -> GraphError:
