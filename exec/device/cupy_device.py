@@ -148,7 +148,7 @@ class CupyDevice(Device):
     def _copy(self, dst, src, stream) -> None:
         cs = stream.cs
         if isinstance(dst, np.ndarray):
-            src.get(stream=cs, out=dst)
+            src.get(stream=cs, out=dst, blocking=False)  # into pinned memory: asynchronous
         elif isinstance(src, np.ndarray):
             dst.set(src, stream=cs)
         else:

@@ -231,7 +231,8 @@ class DeviceMemoryManager(MemoryManager):
             elif state == SWAPPING_OUT and (token.buf is not None or token.host.source() is not None):
                 # still on the device: the copy's callback frees what it used
                 token.dropped = True
-                value = token.buf.array if token.buf is not None else token.host.source()
+                value = (self.dev.to_numpy(token.buf, self.dev.compute) if token.buf is not None
+                         else token.host.source())
                 self.popped_swapping_out += 1
             else:
                 if state == SWAPPING_OUT:  # a shared copy whose array is gone: the copy is done
