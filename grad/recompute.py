@@ -12,12 +12,13 @@ iteration) every k-th iteration, and its gradient loop rebuilds what the rules r
   a cond on `i % k == 0`). The backward iteration that reaches the last iteration e
   of a segment [c, c+k) (the first one of the segment the gradient loop meets) pops
   the checkpoint c and runs the body forward from it, in an inner loop, up to e,
-  keeping the states c..e of the segment on a stack; each backward iteration then
-  pops its own state from there and replays its values as for k == 1. Memory: N/k
-  checkpoints and one segment of k states, instead of every value of N iterations;
-  work: about one more forward pass. A token carried by the gradient loop orders
-  each pop after the refill of its segment, and each refill after the pops of the
-  segment before, whatever `parallel_iterations` allows.
+  keeping on a stack, per iteration, the values of the body's own context that the
+  gradient reads (which that forward run computes anyway); each backward iteration
+  then pops its own slot, and replays from those only what lies in conds of the body.
+  Memory: N/k checkpoints and the values of one segment of k iterations, instead of
+  those of all N; work: one more forward pass. A token carried by the gradient loop
+  orders each pop after the refill of its segment, and each refill after the pops of
+  the segment before, whatever `parallel_iterations` allows.
 
 Loop variables that the body passes on unchanged are not saved (their value is the
 one they entered with), nor are values computed from loop constants alone
@@ -43,7 +44,7 @@ from grad import saved as _saved
 from grad.analysis import is_within, variable_of
 from graph.control_flow.cond import cond
 from graph.control_flow.contexts import CondContext, WhileContext
-from graph.control_flow.stack import stack_pop
+from graph.control_flow.stack import add_popped_value, add_pushed_value, stack_pop
 from graph.control_flow.while_loop import while_loop
 from graph.core import Node, Tensor, route
 from graph.errors import GraphError
@@ -142,7 +143,8 @@ class Recompute:
         self.carried = [k for k in saved_vars if k not in self.fixed]
         self.values = [loop.switches[k].outputs[1] for k in self.carried]
         self._checkpoints: Tensor | None = None     # the stack of saved states
-        self._segment: Tensor | None = None         # k > 1: the stack of one segment's states
+        self._refill: _Refill | None = None         # k > 1: how a segment is computed again and kept
+        self._kept_values: dict[Tensor, Tensor] = {}
         self._replay: _Replay | None = None
         self.backward = None
         self.index = None
@@ -168,8 +170,11 @@ class Recompute:
         """Forward tensor `t` of the loop body (or of a cond in it), computed again where the
         gradient of its context is built."""
         if self._replay is None:
-            self._replay = _Replay(self, self._state_leaves(self._restored_state()), self.index,
-                                   {self.loop: self.backward})
+            if self.k == 1:
+                leaves = self._state_leaves(self._restored_state())
+                self._replay = _Replay(self, leaves, self.index, {self.loop: self.backward})
+            else:   # values of the loop's own context come from the segment (see `_kept`)
+                self._replay = _Replay(self, {}, self.index, {self.loop: self.backward}, kept=self._kept)
         return self._replay.value(t)
 
     # -- checkpoints ------------------------------------------------------------------------
@@ -219,15 +224,38 @@ class Recompute:
                                       {"swap_memory": False, "num_values": len(values)}, name="segment")
 
     def _restored_state(self) -> list[Tensor]:
-        """In the gradient loop body: the state at the start of the forward iteration `index`."""
+        """k == 1, in the gradient loop body: the state at the start of the forward iteration `index`."""
+        checkpoints = self._save_checkpoints()
+        with self.graph.in_context(self.backward), self.graph.control_dependencies(None), \
+                self.graph.name_scope("recompute/"):
+            return self._pop(checkpoints, self.index, "checkpoint")
+
+    def _kept(self, t: Tensor) -> Tensor:
+        """k > 1: forward tensor `t` of the loop's own context in iteration `index`, as the refill of
+        its segment computed it and kept it on the segment stack (the refill computes the body anyway:
+        keeping what the gradient reads saves computing it once more)."""
+        got = self._kept_values.get(t)
+        if got is not None:
+            return got
+        if self._refill is None:
+            self._build_refill()
+        r, graph = self._refill, self.graph
+        with graph.control_dependencies(None):
+            for replay, push, ctx in ((r.step, r.push_step, r.inner), (r.last, r.push_last, r.branch)):
+                with graph.in_context(ctx):
+                    add_pushed_value(push, route(ctx, replay.value(t)))
+        out = self._kept_values[t] = add_popped_value(r.pop, t.dtype, t.shape)
+        return out
+
+    def _build_refill(self) -> None:
+        """k > 1, in the gradient loop body: the refill of a segment's stack (see the module docstring)
+        and the pop of this iteration's slot. A slot starts with the iteration index alone; `_kept`
+        adds the values the gradient reads."""
         graph, state = self.graph, self.state
         checkpoints = self._save_checkpoints()
+        refill = _Refill()
         with graph.in_context(self.backward), graph.control_dependencies(None), graph.name_scope("recompute/"):
-            if self.k == 1:
-                return self._pop(checkpoints, self.index, "checkpoint")
-            if not self.values:
-                return []
-            self._segment = segment = state.new_stack("segment of " + self.loop.describe())
+            segment = state.new_stack("segment of " + self.loop.describe())
             _SEGMENTED[self.backward] = self.loop
             index, k = self.index, np.int64(self.k)
             trips = state.resolve(self.counter.exit)
@@ -236,32 +264,35 @@ class Recompute:
             first_met = logical_or(equal(index, sub(trips, np.int64(1))), equal(mod(index, k), k - 1))
             token = self._token_in
 
-            def refill():
+            def refill_segment():
                 # after the pops of the segment before (see the token below): one segment held at a time
                 after = graph.create_node("Identity", [token], name="previous_popped")
                 ckpt = self._pop(checkpoints, start, "checkpoint", after=after)
 
                 def body(j, *s):
-                    push = self._push(segment, list(s), j)
-                    step = _Replay(self, self._state_leaves(list(s)), j, {self.loop: graph.context})
-                    nxt = [step.value(self.loop.next_iterations[c].inputs[0]) for c in self.carried]
+                    refill.inner = graph.context
+                    refill.push_step = self._push(segment, [j], j)
+                    refill.step = _Replay(self, self._state_leaves(list(s)), j, {self.loop: graph.context})
+                    nxt = [refill.step.value(self.loop.next_iterations[c].inputs[0]) for c in self.carried]
                     j = graph.create_node("Identity", [add(j, np.int64(1))], name="pushed",
-                                          control_inputs=[push]).outputs[0]
+                                          control_inputs=[refill.push_step]).outputs[0]
                     return (j, *nxt)
                 j, *s = while_loop(lambda j, *s: less(j, index), body, (start, *ckpt), parallel_iterations=1,
                                    name="forward_again", memory_policy="keep")
-                last = self._push(segment, list(s), index)
+                refill.branch = graph.context
+                refill.last = _Replay(self, self._state_leaves(list(s)), index, {self.loop: graph.context})
+                refill.push_last = self._push(segment, [route(graph.context, index)], index)
                 return graph.create_node("Identity", [token], name="refilled",
-                                         control_inputs=[last, j.node]).outputs[0]
+                                         control_inputs=[refill.push_last, j.node]).outputs[0]
 
-            refilled = cond(first_met, refill, lambda: token, name="segment")
+            refilled = cond(first_met, refill_segment, lambda: token, name="segment")
             ready = graph.create_node("Identity", [segment], name="segment_ready",
                                       control_inputs=[refilled.node]).outputs[0]
-            state_now = self._pop(ready, index, "state")
-            # the token the next backward iteration gets: its segment is refilled and this state popped
+            refill.pop = stack_pop(ready, self._keys(index), [np.int64], [()], name="kept")[0].node
+            # the token the next backward iteration gets: its segment is refilled and this slot popped
             self._token_out = graph.create_node("Identity", [refilled], name="popped",
-                                                control_inputs=[state_now[0].node]).outputs[0]
-            return state_now
+                                                control_inputs=[refill.pop]).outputs[0]
+        self._refill = refill
 
     def _state_leaves(self, values: list[Tensor]) -> dict[Tensor, Tensor]:
         """Forward loop-variable tensors of the body -> their values in a replay."""
@@ -271,13 +302,22 @@ class Recompute:
         return leaves
 
 
+class _Refill:
+    """The parts of a segment's refill (k > 1) that `Recompute._kept` adds values to."""
+    inner = branch = None     # the inner loop's body; the branch of the cond that runs it
+    step = last = None        # replays in them: of iterations start..index-1, and of `index`
+    push_step = push_last = None
+    pop = None                # the StackPop of this backward iteration's slot
+
+
 class _Replay:
     """The body's ops that lead to the values asked for, built again in other contexts: the forward
     loop's own context in `targets[loop]`, a cond of the body in the mirror of its branch (the
     gradient cond, which takes the same branch) or in a copy of the cond built here."""
 
-    def __init__(self, owner: Recompute, leaves: dict, index: Tensor, targets: dict):
+    def __init__(self, owner: Recompute, leaves: dict, index: Tensor, targets: dict, kept=None):
         self.owner = owner
+        self.kept = kept      # values of the loop's own context: kept(t) gives them (k > 1)
         self.state = owner.state
         self.loop = owner.loop
         self.graph = owner.graph
@@ -309,6 +349,8 @@ class _Replay:
         for k in self.owner.fixed:
             if t is loop.switches[k].outputs[1] or t is loop.merges[k].outputs[0]:
                 return state.resolve(loop.enters[k].inputs[0])
+        if self.kept is not None and ctx is loop and not state._loop_invariant(n, loop):
+            return self.kept(t)
         target = self._target(ctx, where)
         key = (t, id(target))
         out = self.memo.get(key)

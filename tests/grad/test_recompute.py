@@ -131,8 +131,10 @@ def test_recompute_saves_less_for_an_lstm_like_loop(mode):
         assert mem.stats()["bytes_in_use"] == 0   # every checkpoint and segment state was popped
     state = 2 * 4 * 8 * 8 + 8   # h, c and the step counter
     assert peaks["recompute", 1] == trips * state
-    # 5 checkpoints, and one segment of 8 states while its first backward step pops its checkpoint
-    assert peaks["recompute", 8] <= (trips // 8 + 8) * state
     assert peaks["keep", None] > 3 * peaks["recompute", 1]   # keep: six gate values and the matmul's rows
+    # 5 checkpoints, and one segment: 8 iterations' values that the gradient reads (keep's, without the rows)
+    per_iteration = peaks["keep", None] / trips
+    assert peaks["recompute", 8] <= (trips // 8) * state + 8 * per_iteration
+    assert peaks["recompute", 8] < peaks["keep", None] / 3
     for key in (("recompute", 1), ("recompute", 8)):
         _close(values[key], values["keep", None])
