@@ -227,7 +227,8 @@ class _Run:
                     if exc is not RECEIVED_DEAD:
                         error = (i, it, exc)
                         break
-                    o = it.outstanding + deliver(cons[i], None, True, it) - 1  # a dead token from a Send
+                    queued = deliver(cons[i], None, True, it)  # a dead token from a Send; first, as below
+                    o = it.outstanding + queued - 1
                     it.outstanding = o
                     if not o and it.frame is not root_frame:
                         maybe_finish(it)

@@ -73,3 +73,16 @@ def test_partitioned_gradients_match_one_device(prog, x0, w0, par, seed):
             f = n.graph.colocation.get(n)
             if f is not None and f in placement and n.device == "":
                 assert d == placement[f], f"{n.name} is not with {f.name}"
+
+
+def test_a_dead_predicate_received_where_it_skips_branches():
+    """A cond's predicate arrives dead through a Recv (the loop's final iteration) on a device whose
+    branches on it are skippable: what skipping them queues counts in the iteration (it once ended
+    the iteration early, a NoProgressError in some runs)."""
+    prog = [("while", "a", 0.5, 1, False, [("if", "a", -0.5, [("assign", "a", ("mul_w", "a"))],
+                                                 [("assign", "a", ("mul_w", "a")), ("assign", "a", ("mul_w", "a"))])])]
+    want, _ = _loss_and_gradients(prog, np.zeros(2), np.zeros(2), 1, None)
+    for _ in range(15):
+        got, _ = _loss_and_gradients(prog, np.zeros(2), np.zeros(2), 1, 0)
+        for a, b in zip(graph.nest.flatten(got), graph.nest.flatten(want), strict=True):
+            np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-12)
