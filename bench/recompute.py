@@ -12,8 +12,9 @@ Variants (the same graph but for the loop's memory_policy):
                 weight gradients, summed after the gradient loop: grad/loop_sums.py)
   recompute/1   the loop state (t, h, c, loss) saved in every iteration; the gradient loop
                 computes the gates again from it
-  recompute/8   the state saved every 8th iteration; each segment of 8 states is recomputed
-                once from its checkpoint, in an inner loop of the gradient loop
+  recompute/8   the state saved every 8th iteration; each segment of 8 iterations is run again
+                once from its checkpoint, in an inner loop of the gradient loop, keeping the
+                values the gradient reads for those 8 iterations
 Reported per variant and execution mode (compiled code, the dataflow executor): the peak bytes
 held by saved values (the memory manager's peak_bytes: stack slots, exec/memory.py), the step time
 (median of --rounds x --repeats runs after a warm-up run, the variants of a mode interleaved round by

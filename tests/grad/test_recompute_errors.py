@@ -1,7 +1,9 @@
 """memory_policy options of graph.while_loop (checked, saved, listed), the bodies "recompute" refuses (effects,
 TensorArray writes, in the body or in a nested loop), each named with the loop's line and the policies to use
 instead, nested loops with policies of their own, and second order."""
+import json
 import os
+import zipfile
 
 import numpy as np
 import pytest
@@ -166,3 +168,31 @@ def test_second_order_through_a_recomputed_loop(k):
             out[policy] = grad.gradients(graph.reduce_sum(dx), [x])[0]
     got = Session(g).run(out, {x: np.array([0.1, 0.5, -0.3])})
     np.testing.assert_allclose(got["recompute"], got["keep"], rtol=1e-12, atol=1e-12)
+
+
+def test_files_saved_before_memory_policies_load(tmp_path):
+    """An archive whose loops have no memory_policy fields (older files) loads with "swap" where
+    swap_memory was set and "keep" elsewhere."""
+    g = graph.Graph()
+    with g.as_default():
+        x = graph.placeholder(np.float64, (3,), name="x")
+        step = (lambda i, h: i < 3, lambda i, h: (i + 1, graph.tanh(h)), (graph.constant(0), x))
+        graph.while_loop(*step, swap_memory=True, name="s")
+        graph.while_loop(*step, memory_policy="recompute", checkpoint_every=2, name="r")
+    new, old = tmp_path / "new.fg", tmp_path / "old.fg"
+    g.save(str(new))
+    with zipfile.ZipFile(new) as zin, zipfile.ZipFile(old, "w") as zout:
+        for item in zin.namelist():
+            data = zin.read(item)
+            if item == "graph.json":
+                doc = json.loads(data)
+                for ctx in doc["contexts"]:
+                    ctx["fields"].pop("memory_policy", None)
+                    ctx["fields"].pop("checkpoint_every", None)
+                data = json.dumps(doc)
+            zout.writestr(item, data)
+    loaded = graph.load(str(old))
+    loaded = getattr(loaded, "graph", loaded)
+    loops = {n.frame.frame_name: n.frame for n in loaded.nodes if n.op == "Enter"}
+    assert (loops["s"].memory_policy, loops["s"].swap_memory) == ("swap", True)
+    assert (loops["r"].memory_policy, loops["r"].checkpoint_every) == ("keep", 1)
