@@ -2,9 +2,10 @@
 
 An array of fixed size whose elements have a known shape starts as that many
 zeros ("slots"): a write replaces its slot, in any order. Any other array
-starts empty and a write inserts at its index, which is where it belongs when
-writes come in index order (appending to a list, a loop writing iteration i at
-i); reading the size of a fixed-size array of unknown element shape is refused,
+starts empty and a write appends, which is where it belongs when writes come in
+index order (appending to a list, a loop writing iteration i at i); a write out of
+index order makes onnxruntime fail the run (an invalid sequence index) rather
+than give other values than the graph's; reading the size of a fixed-size array of unknown element shape is refused,
 since the sequence only holds what was written.
 """
 from __future__ import annotations
@@ -58,7 +59,14 @@ class TensorArrays:
         seq = ins[0]
         if self._slots(node):
             seq = em("SequenceErase", seq, index)
-        return [em("SequenceInsert", seq, value, index)]
+            return [em("SequenceInsert", seq, value, index)]
+        # the sequence holds the elements written so far, so a write is only where it belongs at the end: a
+        # write at any other index goes to position length + 1, which onnxruntime refuses ("invalid sequence
+        # index") instead of shifting the elements after it
+        length = em("SequenceLength", seq)
+        in_order = em("Equal", index, length)
+        position = em("Where", in_order, index, em("Add", length, em.const(1, _INT64)))
+        return [em("SequenceInsert", seq, value, position)]
 
     def read(self, em: Emitter, node: Node, ins: list) -> list:
         return [em("SequenceAt", ins[0], em.input_as(ins, 1, _INT64))]

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 import grad
 import graph
-from exec import Session
+from exec import RunError, Session
 from tests.exec import programs as P
 from tests.grad import programs as GP
 
@@ -291,3 +291,22 @@ def test_gradients_of_an_lstm_step_slices_and_all():
     rng = np.random.default_rng(0)
     feeds = [tuple(rng.standard_normal(p.shape).astype(np.float32) for p in phs) for _ in range(2)]
     _export_and_compare(g, phs, outs, feeds)
+
+
+def test_a_growable_tensor_array_written_out_of_index_order_fails_in_onnxruntime_rather_than_differ():
+    """Its sequence holds only what was written, so a write exports as an append: exact when writes come in index
+    order. A write at an index written before or at a negative index (which the executor refuses) must fail the
+    exported model too, not insert into the sequence and shift the elements after it."""
+    g = graph.Graph()
+    with g.as_default():
+        again = graph.placeholder(np.int64, [], name="again")
+        ta = graph.TensorArray(np.float64, size=None, element_shape=[])
+        ta = ta.write(0, graph.constant(1.0)).write(1, graph.constant(2.0)).write(again, graph.constant(3.0))
+        out = ta.stack()
+    _export_and_compare(g, [again], [out], [(2,)])  # in order: [1, 2, 3]
+    sess = _runtime(export(g, [again], [out]))
+    for index in (0, 1, -1):
+        with pytest.raises(RunError):
+            Session(g).run(out, {again: index})
+        with pytest.raises(Exception, match="(?i)invalid sequence index"):
+            sess.run(None, {"again": np.asarray(index, np.int64)})
