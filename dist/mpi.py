@@ -51,8 +51,10 @@ _VALUE, _ABORT, _STOP, _BYE = 1, 2, 3, 4
 _FIRST_PAYLOAD_TAG = 16
 # the default for `timeout`; FLOWGRAPH_RECV_TIMEOUT (seconds) overrides it
 DEFAULT_TIMEOUT = 600.0
-# the receive thread's polling: spin for _SPIN_S after a message, then nap, then doze
-_SPIN_S, _NAP_S, _DOZE_AFTER_S, _DOZE_S = 0.005, 0.0002, 0.05, 0.002
+# the receive thread's polling: it spins (yielding the GIL) until _SPIN_S after the last activity (a
+# message, a send, a recv posted), then naps, then dozes. Napping while a run goes on cost 3-4x in
+# loop iterations/s (bench/dist_loop_mpi.py), so a run counts as activity throughout (`busy`).
+_SPIN_S, _NAP_S, _DOZE_AFTER_S, _DOZE_S = 0.05, 0.0002, 0.5, 0.002
 
 
 class RemoteRunError(RuntimeError):
@@ -77,15 +79,8 @@ def _mpi():
 
 
 def _send_task(key: str) -> int:
-    return task_of(key.split(";", 1)[0])
-
-
-def _recv_task(key: str) -> int:
     # rendezvous_key(send_device, recv_device, tensor_name, frame_tag) joins its fields with ";"
-    parts = key.split(";", 2)
-    if len(parts) < 3:
-        raise ValueError(f"{key!r} is not a rendezvous key (exec.rendezvous.rendezvous_key builds them)")
-    return task_of(parts[1])
+    return task_of(key.split(";", 1)[0])
 
 
 def _abort_job_on_uncaught_exception(MPI) -> None:
@@ -146,6 +141,9 @@ class MpiTransport:
         # ranks whose process has exited: everything they sent came before their goodbye, so a
         # value still awaited from one of them will never come
         self.gone: set[int] = set()
+        self._steps = itertools.count(1)
+        self.busy = 0  # the runs (steps) going on in this process: the receive thread spins meanwhile
+        self.last_activity = time.monotonic()
         self._thread = threading.Thread(target=self._receive_loop, name=f"mpi-receive-{self.rank}", daemon=True)
         self._thread.start()
         # stop the thread before mpi4py finalizes MPI (atexit runs the later registration first)
@@ -165,6 +163,16 @@ class MpiTransport:
                     t.abort(self._aborted[step])
             return t
 
+    def next_step(self) -> int:
+        """The number of the next step made in this process: 1, 2, ... (the same on every rank)."""
+        return next(self._steps)
+
+    def running(self, change: int) -> None:
+        """Counts the steps going on (+1 as one begins, -1 as it ends)."""
+        with self._lock:
+            self.busy += change
+            self.last_activity = time.monotonic()
+
     def finish(self, step: int) -> None:
         """Drops the table of a step that ended on this rank; stray messages for it are dropped."""
         with self._lock:
@@ -175,11 +183,13 @@ class MpiTransport:
     # -- sending
 
     def owner(self, key: str) -> int:
-        rank = self._owner_cache.get(key)
+        """The rank of the device that receives `key` (cached per device name: keys differ per iteration)."""
+        parts = key.split(";", 2)
+        if len(parts) < 3:
+            raise ValueError(f"{key!r} is not a rendezvous key (exec.rendezvous.rendezvous_key builds them)")
+        rank = self._owner_cache.get(parts[1])
         if rank is None:
-            rank = _recv_task(key)
-            if len(self._owner_cache) < 100_000:
-                self._owner_cache[key] = rank
+            rank = self._owner_cache[parts[1]] = task_of(parts[1])
         return rank
 
     def post(self, dest: int, step: int, key: str, value, is_dead: bool) -> None:
@@ -232,14 +242,18 @@ class MpiTransport:
     def _receive_loop(self) -> None:
         MPI, comm = self.MPI, self.comm
         status = MPI.Status()
-        last = time.monotonic()
+        self.last_activity = last = time.monotonic()
         while True:
             msg = comm.Improbe(MPI.ANY_SOURCE, MPI.ANY_TAG, status)
             if msg is None:
-                idle = time.monotonic() - last
-                # spin (yielding the GIL) while messages come often; back off when idle, so a rank
+                now = time.monotonic()
+                idle = 0.0 if self.busy else now - max(last, self.last_activity)
+                # spin while a run goes on or messages came lately; back off when idle, so a rank
                 # between runs costs no CPU
-                time.sleep(0 if idle < _SPIN_S else _NAP_S if idle < _DOZE_AFTER_S else _DOZE_S)
+                if idle < _SPIN_S:
+                    os.sched_yield()
+                else:
+                    time.sleep(_NAP_S if idle < _DOZE_AFTER_S else _DOZE_S)
                 continue
             last = time.monotonic()
             tag, src = status.Get_tag(), status.Get_source()
@@ -280,21 +294,23 @@ class MpiTransport:
 class MpiRendezvous(Rendezvous):
     """The rendezvous of one step across the ranks of `comm` (COMM_WORLD by default).
 
-    Every rank runs the same sequence of steps (each `Session.run` is one), so step numbers
-    agree across ranks; step 0 is the default for a single run.
+    Every rank makes the same sequence of steps (each multi-device `Session.run` is one), so
+    the numbers the transport gives them in order (`step=None`) agree across ranks.
     """
 
-    def __init__(self, comm=None, step: int = 0, timeout: float | None = None, transport: MpiTransport | None = None):
+    def __init__(self, comm=None, step: int | None = None, timeout: float | None = None,
+                 transport: MpiTransport | None = None):
         self.transport = transport or MpiTransport.of(comm)
         self.rank = self.transport.rank
-        self.step = step
+        self.step = self.transport.next_step() if step is None else step
         if timeout is None:
             timeout = float(os.environ.get("FLOWGRAPH_RECV_TIMEOUT", DEFAULT_TIMEOUT))
         self.timeout = timeout
-        self._table = self.transport.table(step)
+        self._table = self.transport.table(self.step)
         self._waiting: dict[str, float] = {}
         self._watchdog: threading.Thread | None = None
         self._done = threading.Event()
+        self.transport.running(+1)
 
     def send(self, key: str, value, is_dead: bool) -> None:
         dest = self.transport.owner(key)
@@ -327,8 +343,10 @@ class MpiRendezvous(Rendezvous):
 
     def close(self) -> None:
         """Ends the step on this rank: stops the watchdog and drops the step's table."""
-        self._done.set()
-        self.transport.finish(self.step)
+        if not self._done.is_set():
+            self._done.set()
+            self.transport.running(-1)
+            self.transport.finish(self.step)
 
     def _watch(self) -> None:
         gone = self.transport.gone
@@ -356,13 +374,12 @@ class MpiProcessGroup:
     Rank k runs the devices of task k, all ranks meeting in one `MpiRendezvous` per run; then each
     rank sends the values it fetched to every other one (through the same rendezvous), so `run`
     returns all the fetches on every rank. Every rank must make the same runs in the same order,
-    as an SPMD script does; the runs are numbered in that order.
+    as an SPMD script does; the transport numbers the runs in that order.
     """
 
     def __init__(self, comm=None, timeout: float | None = None):
         self._comm, self.timeout = comm, timeout
         self._transport: MpiTransport | None = None
-        self._steps = itertools.count(1)
 
     @property
     def transport(self) -> MpiTransport:
@@ -378,7 +395,7 @@ class MpiProcessGroup:
         if beyond:  # every rank sees the same plan, so every rank stops here alike
             raise RuntimeError(f"the run uses device(s) {', '.join(beyond)}, but this MPI job has {size} rank(s) "
                                f"(tasks 0-{size - 1}): start it with -n {max(tasks.values()) + 1}")
-        rdv = MpiRendezvous(step=next(self._steps), timeout=self.timeout, transport=transport)
+        rdv = MpiRendezvous(timeout=self.timeout, transport=transport)
         try:
             local = {d for d, t in tasks.items() if t == rank}
             results = multi_device.execute(plan, feed_values, pool, rendezvous=rdv, devices=local)

@@ -3,10 +3,9 @@
 nothing here imports mpi4py.
 
 Every rank collects the same tests in the same order and runs them in step, so a test may
-exchange values between ranks; each test gets a run ("step") number of its own, the same on
-every rank, so a test's leftovers never meet the next test's values.
+exchange values between ranks; each rendezvous a test makes is a new run ("step"), numbered
+alike on every rank, so a test's leftovers never meet the next test's values.
 """
-import itertools
 import os
 
 import pytest
@@ -47,14 +46,6 @@ def pytest_runtest_logreport(report):
                      f"{report.longreprtext}\n")
     sys.stderr.flush()
     MPI.COMM_WORLD.Abort(1)
-
-
-_steps = itertools.count(1)
-
-
-@pytest.fixture
-def step():
-    return next(_steps)
 
 
 @pytest.fixture(scope="session")

@@ -36,9 +36,9 @@ class Inbox:
 
 
 @pytest.fixture
-def rdv(comm, step):
+def rdv(comm):
     from dist.mpi import MpiRendezvous
-    r = MpiRendezvous(comm, step=step, timeout=WAIT_S)
+    r = MpiRendezvous(comm, timeout=WAIT_S)  # a new step: numbered alike on both ranks
     yield r
     comm.Barrier()
     r.close()
@@ -160,9 +160,9 @@ def test_abort_on_one_rank_fails_pending_and_later_recvs_on_the_other(comm, rdv)
         assert isinstance(rdv.aborted, ValueError)  # the rank that aborted keeps its own error
 
 
-def test_a_recv_that_never_comes_times_out_and_aborts_both_ranks(comm, step):
+def test_a_recv_that_never_comes_times_out_and_aborts_both_ranks(comm):
     from dist.mpi import MpiRendezvous, RemoteRunError, RendezvousTimeout
-    rdv = MpiRendezvous(comm, step=step, timeout=0.5)
+    rdv = MpiRendezvous(comm, timeout=0.5)
     if comm.Get_rank() == 0:
         inbox = Inbox(rdv)
         k = _key(1, 0, "lost")
@@ -181,22 +181,23 @@ def test_a_recv_that_never_comes_times_out_and_aborts_both_ranks(comm, step):
     rdv.close()
 
 
-def test_values_of_a_later_step_wait_for_it(comm, step):
+def test_values_of_a_later_step_wait_for_it(comm):
     from dist.mpi import MpiRendezvous
-    first, second = MpiRendezvous(comm, step=step), None
+    first = MpiRendezvous(comm)
     k = _key(0, 1, "x")
     if comm.Get_rank() == 0:
-        second = MpiRendezvous(comm, step=step + 1000)
-        second.send(k, np.array(2.0), False)
+        second = MpiRendezvous(comm)
+        second.send(k, np.array(2.0), False)  # before rank 1 has begun the second step
         first.send(k, np.array(1.0), False)
     else:
         inbox = Inbox(first)
         inbox.post(k)
         assert inbox.wait([k])[0][0] == 1.0
-        second = MpiRendezvous(comm, step=step + 1000)
+        second = MpiRendezvous(comm)
         inbox = Inbox(second)
         inbox.post(k)
         assert inbox.wait([k])[0][0] == 2.0
+    assert second.step == first.step + 1
     comm.Barrier()
     first.close()
     second.close()
