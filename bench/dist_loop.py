@@ -30,13 +30,19 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
+from dist_loop_mpi import mpi_rate  # noqa: E402
+
 import graph as G  # noqa: E402
 from exec import Session  # noqa: E402
 from exec.multi_device import DevicesPlan  # noqa: E402
 
 # The cross-process variants (dist/mpi.py) register here: name -> function(n, repeats) returning
 # iterations/s, or None where that transport cannot run; their results join the table and the JSON line.
-MPI_VARIANTS: dict = {}
+MPI_VARIANTS: dict = {
+    # the same loop across 2 MPI ranks, task k on rank k (bench/dist_loop_mpi.py starts the job)
+    "mpi_iters_per_s": lambda n, repeats: mpi_rate(n, repeats, ranks=2),
+    "mpi_barrier_iters_per_s": lambda n, repeats: mpi_rate(n, repeats, ranks=2, barrier=True),
+}
 
 
 def loop(n: int, devices: tuple[str, str], barrier: bool, par: int):
