@@ -139,7 +139,7 @@ class _Run:
     """
 
     __slots__ = ("plan", "cons", "tmpl", "ndata", "guards", "cond_switches", "ready", "append", "results",
-                 "root_frame", "root", "pool", "completions", "inflight", "inline_recurrence", "rendezvous")
+                 "root_frame", "root", "pool", "completions", "inflight", "inline_recurrence", "rendezvous", "at")
 
     def __init__(self, plan: Plan, pool: Pool | None, inline_recurrence: bool, rendezvous=None):
         self.plan = plan
@@ -156,6 +156,7 @@ class _Run:
         # pool jobs, and pops whose values a device is still copying back (InFlight), complete here
         self.completions: SimpleQueue = SimpleQueue()
         self.inflight = 0  # pool jobs and InFlight pops not yet completed
+        self.at = (None, None)  # (node, iteration) the scheduler fired when a Ctrl-C stopped it
         self.inline_recurrence = inline_recurrence  # run the loops' recurrences here, not on the pool
         # Send and Recv meet there; a Recv's value comes back through `completions`, as a pool job's
         self.rendezvous = rendezvous
@@ -189,17 +190,13 @@ class _Run:
         return self._fetched()
 
     def _interrupted(self, interrupt: KeyboardInterrupt) -> RunInterrupted:
-        """Ctrl-C during `_loop`, as a RunInterrupted saying which node and iteration the scheduler was at,
-        once the pool jobs in flight are done (no kernel of this run runs after it is raised)."""
-        # the scheduler keeps its state in local variables (for speed): read them from its frame
-        tb, state = interrupt.__traceback__, {}
-        while tb is not None and not state:
-            if tb.tb_frame.f_code is _Run._loop.__code__:
-                state = tb.tb_frame.f_locals
-            tb = tb.tb_next
-        for _ in range(state.get("inflight", 0)):
+        """Ctrl-C during `_loop`, as a RunInterrupted saying which node and iteration the scheduler was at
+        (`self.at`, set by `_loop` as it is left), once the pool jobs in flight are done (no kernel of this
+        run runs after it is raised)."""
+        while self.inflight:
             self.completions.get()
-        i, it = state.get("i"), state.get("it")
+            self.inflight -= 1
+        i, it = self.at
         where = describe_tag(self.plan.nodes[i], it) if i is not None and it is not None else ""
         return RunInterrupted(interrupted_message(where))
 
@@ -219,138 +216,143 @@ class _Run:
         comm, rendezvous = plan.comm, self.rendezvous
         inflight = 0
         error = None
-        while True:
-            if inflight and (not ready or not completions.empty()):
-                i, it, out, exc = completions.get()
-                inflight -= 1
-                if exc is not None:
-                    if exc is not RECEIVED_DEAD:
-                        error = (i, it, exc)
-                        break
-                    queued = deliver(cons[i], None, True, it)  # a dead token from a Send; first, as below
+        i = it = None  # the node and iteration being fired, for a Ctrl-C's message
+        try:
+            while True:
+                if inflight and (not ready or not completions.empty()):
+                    i, it, out, exc = completions.get()
+                    inflight -= 1
+                    if exc is not None:
+                        if exc is not RECEIVED_DEAD:
+                            error = (i, it, exc)
+                            break
+                        queued = deliver(cons[i], None, True, it)  # a dead token from a Send; first, as below
+                        o = it.outstanding + queued - 1
+                        it.outstanding = o
+                        if not o and it.frame is not root_frame:
+                            maybe_finish(it)
+                        continue
+                    # first: a skip() it makes counts in `it` itself
+                    queued = deliver(cons[i], out, False, it) if kind[i] != MULTI else self._deliver_ports(i, out, it)
                     o = it.outstanding + queued - 1
                     it.outstanding = o
                     if not o and it.frame is not root_frame:
                         maybe_finish(it)
                     continue
-                # first: a skip() it makes counts in `it` itself
-                queued = deliver(cons[i], out, False, it) if kind[i] != MULTI else self._deliver_ports(i, out, it)
+                if not ready:
+                    break
+                i, it, args, dead = popleft()
+                k = kind[i]
+                if k == NORMAL:
+                    if dead:
+                        out = None
+                    else:
+                        try:
+                            out = fn[i](*args)
+                        except Exception as e:
+                            error = (i, it, e)
+                            break
+                        if out.__class__ is InFlight:  # a pop whose value a device is copying back
+                            inflight += 1
+                            out.notify(completions, i, it)
+                            out = None
+                            continue  # stays outstanding until its completion is processed
+                    queued = deliver(cons[i], out, dead, it)
+                    # no stale reference here may stop the next write of a Variable whose value this was (or
+                    # was a control input of a write) from updating it in place (exec/kernels/variables.py)
+                    out = None
+                elif k == SWITCH:
+                    d0, d1 = dead_cons[i]  # the ports' consumers but Exits: a dead Exit does nothing
+                    control = cons[i][2]
+                    if dead:
+                        queued = deliver(d0, None, True, it) + deliver(d1, None, True, it)
+                        if control:
+                            queued += deliver(control, None, True, it)
+                    else:
+                        live, other = (cons[i][1], d0) if args[1] else (cons[i][0], d1)
+                        queued = deliver(other, None, True, it) if other else 0
+                        if control:
+                            queued += deliver(control, None, False, it)
+                        queued += deliver(live, args[0], False, it)
+                elif k == LOOP_MERGE or k == MERGE:
+                    c0, c1, control = cons[i]
+                    queued = deliver(c0, args[0], dead, it)
+                    if c1:  # the index of the input it forwarded
+                        queued += deliver(c1, np.int32(args[1]), dead, it)
+                    if control:
+                        queued += deliver(control, None, dead, it)
+                elif k == NEXT:
+                    queued = 0
+                    if not dead:
+                        # the next iteration exists but for this iteration's first NextIteration
+                        nxt = it.frame.iters.get(it.n + 1) or self._successor(i, it, args[0])
+                        if nxt is not None:
+                            q = deliver(cons[i], args[0], False, nxt)
+                            nxt.outstanding += q
+                elif k == ENTER:
+                    queued = 0
+                    self._enter(i, it, args[0], dead)
+                elif k == EXIT:
+                    queued = 0
+                    if not dead:
+                        it.frame.live_exits.add(i)
+                        self._push(cons[i], args[0], False, it.frame.parent)
+                elif k == COND_SWITCH:
+                    queued = self._cond_switch(i, it, args, dead)
+                elif k == MULTI:
+                    if dead:
+                        values = None
+                    else:
+                        try:
+                            values = fn[i](*args)
+                        except Exception as e:
+                            error = (i, it, e)
+                            break
+                        if values.__class__ is InFlight:
+                            inflight += 1
+                            values.notify(completions, i, it)
+                            values = None
+                            continue
+                    queued = self._deliver_ports(i, values, it)
+                    values = None
+                elif k == SEND:  # what it sends is its value in this iteration, or a dead token
+                    queued = 0
+                    try:
+                        rendezvous.send(comm[i] + (it.tag if it.tag is not None else _tag(it)), args[0], dead)
+                    except Exception as e:
+                        error = (i, it, e)
+                        break
+                elif k == RECV:  # asynchronous: the value comes back through `completions`
+                    inflight += 1
+                    rendezvous.recv(comm[i] + (it.tag if it.tag is not None else _tag(it)),
+                                    _on_received(completions, i, it))
+                    continue  # stays outstanding until its completion is processed
+                else:  # ASYNC: a heavy kernel, for the pool
+                    if dead:
+                        queued = deliver(cons[i], None, True, it)
+                    elif inline_recurrence and i in recurrence:  # run here on a quiet machine (exec/recurrence.py)
+                        try:
+                            out = fn[i](*args)
+                        except Exception as e:
+                            error = (i, it, e)
+                            break
+                        queued = deliver(cons[i], out, False, it)
+                        out = None
+                    else:
+                        inflight += 1
+                        job = (completions, i, it, fn[i], args)
+                        if i in recurrence:
+                            pool.put_urgent(job)
+                        else:
+                            pool.put(job)
+                        continue  # stays outstanding until its completion is processed
                 o = it.outstanding + queued - 1
                 it.outstanding = o
                 if not o and it.frame is not root_frame:
                     maybe_finish(it)
-                continue
-            if not ready:
-                break
-            i, it, args, dead = popleft()
-            k = kind[i]
-            if k == NORMAL:
-                if dead:
-                    out = None
-                else:
-                    try:
-                        out = fn[i](*args)
-                    except Exception as e:
-                        error = (i, it, e)
-                        break
-                    if out.__class__ is InFlight:  # a pop whose value a device is copying back
-                        inflight += 1
-                        out.notify(completions, i, it)
-                        out = None
-                        continue  # stays outstanding until its completion is processed
-                queued = deliver(cons[i], out, dead, it)
-                # no stale reference here may stop the next write of a Variable whose value this was (or
-                # was a control input of a write) from updating it in place (exec/kernels/variables.py)
-                out = None
-            elif k == SWITCH:
-                d0, d1 = dead_cons[i]  # the ports' consumers but Exits: a dead Exit does nothing
-                control = cons[i][2]
-                if dead:
-                    queued = deliver(d0, None, True, it) + deliver(d1, None, True, it)
-                    if control:
-                        queued += deliver(control, None, True, it)
-                else:
-                    live, other = (cons[i][1], d0) if args[1] else (cons[i][0], d1)
-                    queued = deliver(other, None, True, it) if other else 0
-                    if control:
-                        queued += deliver(control, None, False, it)
-                    queued += deliver(live, args[0], False, it)
-            elif k == LOOP_MERGE or k == MERGE:
-                c0, c1, control = cons[i]
-                queued = deliver(c0, args[0], dead, it)
-                if c1:  # the index of the input it forwarded
-                    queued += deliver(c1, np.int32(args[1]), dead, it)
-                if control:
-                    queued += deliver(control, None, dead, it)
-            elif k == NEXT:
-                queued = 0
-                if not dead:
-                    # the next iteration exists but for this iteration's first NextIteration
-                    nxt = it.frame.iters.get(it.n + 1) or self._successor(i, it, args[0])
-                    if nxt is not None:
-                        q = deliver(cons[i], args[0], False, nxt)
-                        nxt.outstanding += q
-            elif k == ENTER:
-                queued = 0
-                self._enter(i, it, args[0], dead)
-            elif k == EXIT:
-                queued = 0
-                if not dead:
-                    it.frame.live_exits.add(i)
-                    self._push(cons[i], args[0], False, it.frame.parent)
-            elif k == COND_SWITCH:
-                queued = self._cond_switch(i, it, args, dead)
-            elif k == MULTI:
-                if dead:
-                    values = None
-                else:
-                    try:
-                        values = fn[i](*args)
-                    except Exception as e:
-                        error = (i, it, e)
-                        break
-                    if values.__class__ is InFlight:
-                        inflight += 1
-                        values.notify(completions, i, it)
-                        values = None
-                        continue
-                queued = self._deliver_ports(i, values, it)
-                values = None
-            elif k == SEND:  # what it sends is its value in this iteration, or a dead token
-                queued = 0
-                try:
-                    rendezvous.send(comm[i] + (it.tag if it.tag is not None else _tag(it)), args[0], dead)
-                except Exception as e:
-                    error = (i, it, e)
-                    break
-            elif k == RECV:  # asynchronous: the value comes back through `completions`
-                inflight += 1
-                rendezvous.recv(comm[i] + (it.tag if it.tag is not None else _tag(it)),
-                                _on_received(completions, i, it))
-                continue  # stays outstanding until its completion is processed
-            else:  # ASYNC: a heavy kernel, for the pool
-                if dead:
-                    queued = deliver(cons[i], None, True, it)
-                elif inline_recurrence and i in recurrence:  # run here on a quiet machine (exec/recurrence.py)
-                    try:
-                        out = fn[i](*args)
-                    except Exception as e:
-                        error = (i, it, e)
-                        break
-                    queued = deliver(cons[i], out, False, it)
-                    out = None
-                else:
-                    inflight += 1
-                    job = (completions, i, it, fn[i], args)
-                    if i in recurrence:
-                        pool.put_urgent(job)
-                    else:
-                        pool.put(job)
-                    continue  # stays outstanding until its completion is processed
-            o = it.outstanding + queued - 1
-            it.outstanding = o
-            if not o and it.frame is not root_frame:
-                maybe_finish(it)
+        except KeyboardInterrupt:
+            self.inflight, self.at = inflight, (i, it)
+            raise
         self.inflight = inflight
         return error
 
