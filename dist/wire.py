@@ -10,6 +10,7 @@ The layout is private to `dist`; both ends run the same code.
 """
 from __future__ import annotations
 
+import math
 import pickle
 import struct
 
@@ -37,52 +38,66 @@ def _padded(n: int) -> int:
     return (n + 15) & ~15
 
 
-def encode(step: int, key: str, value, is_dead: bool, payload_tag: int) -> tuple[bytearray, object | None]:
+def encode(step: int, key: str, value, is_dead: bool, payload_tag: int) -> tuple[bytes, object | None]:
     """The header message for (key, value, is_dead) of run `step` and the buffer to send after it, or None.
 
     `payload_tag` is the MPI tag the separate buffer message will carry; it is written into
-    the header only when the value is too large to go inline.
+    the header only when the value is too large to go inline. (This runs once per value sent,
+    a loop predicate each iteration: it builds the message with one join, no numpy calls for
+    a scalar.)
     """
     kb = key.encode()
     if is_dead:
-        return _header(step, kb, DEAD, b"", (), 0, 0), None
-    flags = 0
-    if isinstance(value, np.generic):
-        flags |= SCALAR
-    arr = value if isinstance(value, np.ndarray) else np.asarray(value) if _is_numeric(value) else None
+        return _FIXED.pack(step, DEAD, 0, len(kb), 0, 0) + kb, None
+    if value.__class__ is np.ndarray:
+        arr, flags = value, 0
+    elif isinstance(value, np.generic) and not value.dtype.hasobject:
+        dt = _dtype_bytes(value.dtype)
+        meta = _FIXED.size + len(kb) + len(dt)
+        return b"".join((_FIXED.pack(step, SCALAR | INLINE, 0, len(kb), len(dt), 0), kb, dt,
+                         bytes(_padded(meta) - meta), value.tobytes())), None
+    elif isinstance(value, (bool, int, float, complex)):
+        arr, flags = np.asarray(value), 0
+    else:
+        arr, flags = None, 0
     if arr is None or arr.dtype.hasobject:
         data = pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
-        head = _header(step, kb, PICKLED | INLINE, b"", (), 0, len(data))
-        head[len(head) - len(data):] = data
-        return head, None
-    if not arr.flags.c_contiguous:
-        arr = arr.copy(order="C")  # (np.ascontiguousarray would turn a 0-d array 1-d)
-    dt = arr.dtype.str.encode()
-    if arr.nbytes <= INLINE_LIMIT:
-        head = _header(step, kb, flags | INLINE, dt, arr.shape, 0, arr.nbytes)
-        if arr.nbytes:
-            np.frombuffer(head, np.uint8, offset=len(head) - arr.nbytes)[:] = arr.reshape(-1).view(np.uint8)
-        return head, None
-    return _header(step, kb, flags, dt, arr.shape, payload_tag, 0), arr
-
-
-def _is_numeric(value) -> bool:
-    return isinstance(value, (np.generic, bool, int, float, complex))
-
-
-def _header(step: int, kb: bytes, flags: int, dt: bytes, shape: tuple, payload_tag: int, inline_bytes: int) -> bytearray:
-    meta = _FIXED.size + len(kb) + len(dt) + 8 * len(shape)
-    start = _padded(meta) if inline_bytes else meta
-    buf = bytearray(start + inline_bytes)
-    _FIXED.pack_into(buf, 0, step, flags, len(shape), len(kb), len(dt), payload_tag)
-    pos = _FIXED.size
-    buf[pos:pos + len(kb)] = kb
-    pos += len(kb)
-    buf[pos:pos + len(dt)] = dt
-    pos += len(dt)
+        meta = _FIXED.size + len(kb)
+        return b"".join((_FIXED.pack(step, PICKLED | INLINE, 0, len(kb), 0, 0), kb, bytes(_padded(meta) - meta),
+                         data)), None
+    dt = _dtype_bytes(arr.dtype)
+    shape = arr.shape
+    fixed = [_FIXED.pack(step, flags, len(shape), len(kb), len(dt), 0), kb, dt]
     if shape:
-        struct.pack_into(f"<{len(shape)}q", buf, pos, *shape)
-    return buf
+        fixed.append(struct.pack(f"<{len(shape)}q", *shape))
+    if arr.nbytes > INLINE_LIMIT:
+        fixed[0] = _FIXED.pack(step, flags, len(shape), len(kb), len(dt), payload_tag)
+        if not arr.flags.c_contiguous:
+            arr = arr.copy(order="C")
+        return b"".join(fixed), arr
+    meta = _FIXED.size + len(kb) + len(dt) + 8 * len(shape)
+    fixed[0] = _FIXED.pack(step, flags | INLINE, len(shape), len(kb), len(dt), 0)
+    fixed.append(bytes(_padded(meta) - meta))
+    fixed.append(arr.tobytes())  # C order, whatever the array's layout
+    return b"".join(fixed), None
+
+
+_DTYPE_BYTES: dict = {}
+_DTYPES: dict = {}
+
+
+def _dtype_bytes(dtype: np.dtype) -> bytes:
+    got = _DTYPE_BYTES.get(dtype)
+    if got is None:
+        got = _DTYPE_BYTES[dtype] = dtype.str.encode()
+    return got
+
+
+def _dtype(b: bytes) -> np.dtype:
+    got = _DTYPES.get(b)
+    if got is None:
+        got = _DTYPES[b] = np.dtype(b.decode())
+    return got
 
 
 def decode_header(buf) -> Header:
@@ -90,7 +105,7 @@ def decode_header(buf) -> Header:
     pos = _FIXED.size
     key = bytes(buf[pos:pos + klen]).decode()
     pos += klen
-    dtype = np.dtype(bytes(buf[pos:pos + dlen]).decode()) if dlen else None
+    dtype = _dtype(bytes(buf[pos:pos + dlen])) if dlen else None
     pos += dlen
     shape = struct.unpack_from(f"<{ndim}q", buf, pos) if ndim else ()
     pos += 8 * ndim
@@ -99,13 +114,16 @@ def decode_header(buf) -> Header:
 
 def inline_value(h: Header, buf: bytearray):
     """The value of a message whose data came inline (or that has none)."""
-    if h.flags & DEAD:
+    flags = h.flags
+    if flags & DEAD:
         return None
-    if h.flags & PICKLED:
+    if flags & PICKLED:
         return pickle.loads(memoryview(buf)[h.data_offset:])
-    count = int(np.prod(h.shape, dtype=np.int64))
-    arr = np.frombuffer(buf, h.dtype, count=count, offset=h.data_offset if count else 0).reshape(h.shape)
-    return finish(h, arr)
+    if flags & SCALAR:
+        return np.frombuffer(buf, h.dtype, count=1, offset=h.data_offset)[0]
+    count = math.prod(h.shape)
+    arr = np.frombuffer(buf, h.dtype, count=count, offset=h.data_offset if count else 0)
+    return arr.reshape(h.shape) if len(h.shape) != 1 else arr
 
 
 def empty_payload(h: Header) -> np.ndarray:
