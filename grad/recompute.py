@@ -157,7 +157,6 @@ class Recompute:
 
     def start(self, rec, extra: list[Tensor]) -> None:
         """The gradient loop body (`rec.backward`) is being built; `extra` are the loop_vars' values."""
-        self.rec = rec
         self.backward = rec.backward
         self.index = rec.index
         self._token_in = self._token_out = extra[0] if extra else None
@@ -190,11 +189,9 @@ class Recompute:
         state, graph, loop = self.state, self.graph, self.loop
         handle = state.new_stack("checkpoints of " + loop.describe())
         keys = [r.counter.body for r in state.records_upto(loop)]
-        if not self.values:
-            pass
-        elif self.k == 1:
+        if self.k == 1 and self.values:
             state.push(handle, self.values, loop, keys, name="checkpoint")
-        else:
+        elif self.values:
             with graph.in_context(loop), graph.control_dependencies(None), \
                     graph.name_scope(loop.frame_name + "/"):
                 every_k = equal(mod(self.counter.body, np.int64(self.k)), np.int64(0))
