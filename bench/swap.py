@@ -22,11 +22,12 @@ with "capped"), then the step time of each at the longest sequence keep can do (
 --repeats steps after a warm-up step, variants interleaved) and the cost against keep. The
 gradients of swap and recompute are checked against keep's there. Step times are Python on the
 simulated device (copies are memcpy on its stream threads): read them for the overhead of the
-protocol, not for a PCIe link; "other cores" is the mean number of cores other processes used while
+protocol, not for a PCIe link. The default mode is the dataflow executor, where a pop whose value is
+still being copied back does not block (compiled programs wait in the pop); "other cores" is the mean number of cores other processes used while
 they were timed (the machine is shared). Ends with one JSON line with keys device, longest_keep,
 longest_swap, longest_recompute, swap_cost, recompute_cost (and the settings).
 
-Usage: python bench/swap.py [--limit-mib 8] [--hidden 128] [--batch 16] [--max-seq 1024] [--mode auto]
+Usage: python bench/swap.py [--limit-mib 8] [--hidden 128] [--batch 16] [--max-seq 512] [--mode dataflow]
 """
 from __future__ import annotations
 
@@ -167,9 +168,9 @@ def main():
     ap.add_argument("--k", type=int, default=8, help="recompute: checkpoint every k iterations")
     ap.add_argument("--start", type=int, default=32)
     ap.add_argument("--granularity", type=int, default=8)
-    ap.add_argument("--max-seq", type=int, default=1024)
+    ap.add_argument("--max-seq", type=int, default=512)
     ap.add_argument("--repeats", type=int, default=5)
-    ap.add_argument("--mode", default="auto", choices=["auto", "compiled", "dataflow"])
+    ap.add_argument("--mode", default="dataflow", choices=["auto", "compiled", "dataflow"])
     ap.add_argument("--device", default="simulated", choices=["simulated", "cupy"])
     args = ap.parse_args()
     bench = Bench(args)

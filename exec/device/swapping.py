@@ -152,7 +152,7 @@ class DeviceMemoryManager(MemoryManager):
             else:
                 tok.state = SWAPPING_OUT
                 self._swapping += 1
-                hc.event.on_complete(lambda: self._swapped_out(tok))
+                hc.event.on_complete(lambda: self._swapped_out(tok, hc))
             return tok
 
     def _adopt_after_swap_outs(self, value, label: str, swaps: bool):
@@ -180,21 +180,20 @@ class DeviceMemoryManager(MemoryManager):
         tok.state = SWAPPING_OUT
         self._swapping += 1
         self.swap_outs += 1
-        ev.on_complete(lambda: self._swapped_out(tok))
+        ev.on_complete(lambda: self._swapped_out(tok, hc))
 
-    def _swapped_out(self, tok: Saved) -> None:
-        """The d2h copy of `tok`'s value completed (a device callback): its device buffer goes."""
+    def _swapped_out(self, tok: Saved, hc: HostCopy) -> None:
+        """The d2h copy `hc` of `tok`'s value completed (a device callback): its device buffer goes."""
         with self._lock:
             self._swapping -= 1
-            hc = tok.host
             hc.done = True
-            if tok.buf is not None:
+            if tok.state == TAKEN and not tok.dropped:
+                return  # a value sharing the copy, popped and copied back meanwhile (see restore)
+            if tok.buf is not None:  # the buffer the copy read
                 self.dev.free(tok.buf, after=hc.event)
                 tok.buf = None
             if tok.dropped:
                 self._release(tok)
-                return
-            if tok.state != SWAPPING_OUT:  # popped and copied back meanwhile (a shared copy: see restore)
                 return
             tok.state = ON_HOST
             self._on_host.setdefault(tok.owner, []).append(tok)
