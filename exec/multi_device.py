@@ -116,9 +116,13 @@ def execute(plan, feed_values: list, pool=None, rendezvous: Rendezvous | None = 
     try:
         if parts:
             run(*parts[0][1:])
-    finally:
         for t in threads:
             t.join()
+    except BaseException as e:  # Ctrl-C while waiting for the others: they stop too (at their next Recv)
+        rendezvous.abort(e)
+        for t in threads:
+            t.join()
+        raise
     if rendezvous.aborted is not None:
         raise rendezvous.aborted
     return results
