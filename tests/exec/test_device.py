@@ -113,13 +113,13 @@ def test_a_failing_operation_is_raised_by_synchronize(device):
         device.h2d.synchronize()
 
 
-def test_a_slow_copy_overlaps_the_host():
-    d = make_device("simulated", copy_bandwidth=1e7)  # 10 MB/s: 80 KB takes 8 ms
+def test_a_slow_copy_runs_beside_the_host():
+    d = make_device("simulated", copy_bandwidth=1e6)  # 1 MB/s: 80 KB takes 80 ms
     buf = d.adopt(np.ones(10_000), "z")
     d.d2h.wait(d.compute.record())
     t0 = time.perf_counter()
     _, out = d.copy_to_host(buf, "z")
-    assert time.perf_counter() - t0 < 0.004 and not out.query()  # enqueued, not run by this thread
+    assert not out.query()  # enqueued: the d2h stream's thread runs it
     out.synchronize()
-    assert time.perf_counter() - t0 >= 0.008
+    assert time.perf_counter() - t0 >= 0.08
     d.close()
