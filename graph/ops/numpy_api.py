@@ -54,6 +54,11 @@ def _no_out(name, out):
 
 _MISSING = object()
 
+# Called as hook(array, ufunc) before numpy array `array` is rebound to the result of an in-place
+# ufunc it cannot hold (`a += t`): a library tracing user code (transpile) can refuse it there, where
+# other references to the array would keep its old contents.
+IN_PLACE_REBIND_HOOKS: list = []
+
 
 def _unsupported_kwargs(name, kwargs, allowed_defaults):
     for k, v in kwargs.items():
@@ -72,6 +77,8 @@ def array_ufunc(self, ufunc, method, *inputs, **kwargs):
         if method == "__call__" and len(out) == 1 and isinstance(out[0], np.ndarray) and inputs \
                 and out[0] is inputs[0]:
             # `a += t` on a numpy array `a`: it cannot hold a graph value, so `a` is rebound to the result
+            for hook in IN_PLACE_REBIND_HOOKS:
+                hook(out[0], ufunc)
             return _in_place_result(array_ufunc(self, ufunc, method, *inputs, **kwargs), out[0], name)
         _no_out(name, out)
     dtype = kwargs.pop("dtype", None)

@@ -1,6 +1,8 @@
 """Random programs that keep numpy state between calls: a global array, an object with array and number
 attributes, and a helper method, written in place and rebound by the program (in straight-line code,
-in graph branches and in graph loops) and by the code that calls it between calls."""
+in graph branches and in graph loops) and by the code that calls it between calls; and arrays made by
+arithmetic rather than a numpy constructor, written with graph values or in graph branches, with or
+without another name referring to them."""
 from __future__ import annotations
 
 import itertools
@@ -39,6 +41,8 @@ def program(x, n):
 '''
 
 _counter = itertools.count()
+# the error converting a program with a made_array statement that has another name gives
+ALIASED_WRITE = r"into numpy array 'm(\d+)', which is also variable 'al\1'"
 
 
 class _Gen:
@@ -57,7 +61,7 @@ class _Gen:
     def statement(self, indent: int, depth: int) -> list[str]:
         pad = " " * indent
         kinds = ["g_in_place", "g_item", "g_clip", "w_rebind", "w_item", "w_in_place", "nudge", "local_alias",
-                 "t_update", "rate"]
+                 "t_update", "rate", "made_array", "made_array"]
         if depth < self.max_depth:
             kinds += ["if", "if", "loop"]
         kind = self.draw(st.sampled_from(kinds))
@@ -83,6 +87,8 @@ class _Gen:
             self.arrays += 1
             return [f"{pad}buf{k} = np.zeros(3)", f"{pad}rows{k} = [buf{k}]",
                     f"{pad}rows{k}[0][{i}] = t[{j}]", f"{pad}t = t + buf{k}"]
+        if kind == "made_array":
+            return self.made_array(pad, c, i, j)
         if kind == "t_update":
             return [f"{pad}t = np.tanh(t + G * {c})"]
         if kind == "if":
@@ -92,6 +98,22 @@ class _Gen:
                 out += [f"{pad}else:"] + self.block(indent + 4, depth + 1)
             return out
         return [f"{pad}for _ in range(n):"] + self.block(indent + 4, depth + 1)   # n: a graph input
+
+    def made_array(self, pad: str, c: str, i: str, j: str) -> list[str]:
+        """An array made by arithmetic, not a numpy constructor, that gets a graph value or is written in a
+        graph branch, maybe with another name for it (`al`): without one, it is written as Python does;
+        with one, converting is an error naming both (ALIASED_WRITE)."""
+        k = self.arrays
+        self.arrays += 1
+        out = [f"{pad}m{k} = np.arange(3) * {c}"]
+        aliased = self.draw(st.booleans())
+        if aliased:
+            out.append(f"{pad}al{k} = m{k}")
+        if self.draw(st.booleans()):
+            out.append(f"{pad}m{k}[{i}] = t[{j}]")
+        else:
+            out += [f"{pad}if t[{j}] > {c}:", f"{pad}    m{k}[{i}] = {c}"]
+        return out + [f"{pad}t = t + {'al' if aliased else 'm'}{k}"]
 
     def block(self, indent: int, depth: int) -> list[str]:
         n = self.draw(st.integers(1, 3))

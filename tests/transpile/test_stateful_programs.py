@@ -1,12 +1,18 @@
 """Random programs that keep numpy state between calls (tests/transpile/stateful_programs.py): over
 several successive calls, with the state changed between them, the converted program gives the plain
-program's results and leaves the state as the plain program does."""
+program's results and leaves the state as the plain program does, or, where an array made by arithmetic
+that another name refers to gets a graph value, converting is an error naming both."""
+import inspect
+import re
+
 import numpy as np
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import transpile
-from tests.transpile.stateful_programs import define, forget, stateful_programs
+from tests.transpile.stateful_programs import ALIASED_WRITE, define, forget, stateful_programs
+from transpile.operators import StagingError
 
 _floats = st.floats(-1, 1, allow_nan=False).map(lambda v: round(v, 2))
 
@@ -28,6 +34,10 @@ def test_converted_stateful_program_matches_python_over_successive_calls(source,
     converted, converted_file = define(source)
     try:
         want = _calls(plain, plain["program"], inputs)
+        if re.search(r"al\d+ = m\d+", source):   # numpy would change the array for both names
+            with pytest.raises(StagingError, match=ALIASED_WRITE):
+                _calls(converted, transpile.function(converted["program"]), inputs)
+            return
         got = _calls(converted, transpile.function(converted["program"]), inputs)
         for k, (g, w) in enumerate(zip(got, want)):
             for name, a, b in zip(("result", "G", "box.w", "box.rate"), g, w):
@@ -36,3 +46,105 @@ def test_converted_stateful_program_matches_python_over_successive_calls(source,
     finally:
         forget(plain_file)
         forget(converted_file)
+
+
+# --------------------------------------------------------------------------- arrays made by arithmetic
+
+class _Holder:
+    pass
+
+
+_holder = _HELD = None
+
+
+def _alias_local(x):
+    a = np.arange(3) * 2.0
+    b = a
+    a[1] = x                      # write
+    return b
+
+
+def _alias_attribute(x):
+    a = np.arange(3) * 2.0
+    _holder.arr = a
+    a[1] = x                      # write
+    return a
+
+
+def _alias_global(x):
+    global _HELD
+    a = np.arange(3) * 2.0
+    _HELD = a
+    a += x                        # write
+    return a
+
+
+def _alias_list_item(x):
+    a = np.arange(3) * 2.0
+    rows = [a]
+    a[0] = x                      # write
+    return rows[0]
+
+
+def _written_by_callee(a, x):
+    a[0] = x                      # write
+
+
+def _alias_callers_variable(x):
+    a = np.arange(3) * 2.0
+    _written_by_callee(a, x)
+    return a
+
+
+def _alias_view(x):
+    a = np.arange(6) * 1.0
+    head = a[:3]
+    a[0] = x                      # write
+    return head
+
+
+def _alias_in_a_graph_branch(x):
+    a = np.arange(3) * 2.0
+    b = a
+    if x > 0:
+        a[2] = 7.0                # write
+    return b
+
+
+@pytest.mark.parametrize("fn, written, other", [
+    (_alias_local, "a", "variable 'b'"),
+    (_alias_attribute, "a", "attribute 'arr' of a _Holder object"),
+    (_alias_global, "a", "global '_HELD'"),
+    (_alias_list_item, "a", "an item of 'rows'"),
+    (_alias_callers_variable, "a", "variable 'a' in _alias_callers_variable"),
+    (_alias_view, "a", "viewed by variable 'head'"),
+    (_alias_in_a_graph_branch, "a", "variable 'b'"),
+])
+def test_a_graph_write_into_an_array_made_by_arithmetic_that_others_refer_to_is_an_error(fn, written, other):
+    global _holder
+    _holder = _Holder()
+    fn(1.5)  # plain Python runs it
+    lines, first = inspect.getsourcelines(_written_by_callee if fn is _alias_callers_variable else fn)
+    line = first + next(k for k, text in enumerate(lines) if "# write" in text)
+    with pytest.raises(StagingError, match=re.escape(f"{__file__}:{line}: ") + ".*" +
+                       re.escape(f"into numpy array '{written}', which is also {other}")):
+        transpile.function(fn)(1.5)
+
+
+def _made_by_arithmetic_alone(x, n):
+    a = np.arange(3) * 2.0
+    a[1] = x
+    if x > 0:
+        a[2] = x * 2.0
+    for i in range(n):
+        a[i % 3] += 1.0
+    r = (np.arange(6) * 1.0).reshape(2, 3)   # a view of an array nothing else refers to
+    r[0, 1] = x
+    return a, r
+
+
+def test_an_array_made_by_arithmetic_that_nothing_else_refers_to_takes_graph_writes_as_python_does():
+    f = transpile.function(_made_by_arithmetic_alone)
+    for x, n in ((1.5, 2), (-0.5, 0), (2.0, 4)):
+        for got, want in zip(f(x, n), _made_by_arithmetic_alone(x, n), strict=True):
+            np.testing.assert_array_equal(got, want)

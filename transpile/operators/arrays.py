@@ -26,6 +26,7 @@ import numpy as np
 import graph
 from graph.node import Tensor
 from graph.ops import numpy_api, tensor_methods
+from transpile.operators.array_aliases import refuse_if_shared
 from transpile.operators.trace_state import trace_state
 
 
@@ -247,7 +248,8 @@ def write_into(out, result, what: str):
         return out
     if isinstance(out, np.ndarray):
         # a numpy array cannot hold a graph value: the array written is a new MutableArray (`a += t`
-        # rebinds `a` to it; other references to the numpy array keep its old contents)
+        # rebinds `a` to it), refused where other references to the numpy array would keep its old contents
+        refuse_if_shared(out, what)
         array = MutableArray(out.copy())
         array.assign(result, what)
         return array
@@ -259,9 +261,11 @@ def set_array_item(target, key, value):
 
     A numpy array that would receive a graph value (or a graph index), or that is written while a
     graph branch or loop body is traced (it must keep its contents on the other path), becomes a
-    MutableArray holding a copy of its contents, with the item written.
+    MutableArray holding a copy of its contents, with the item written; that is refused where other
+    references to the numpy array would not see the write (array_aliases).
     """
     if isinstance(target, np.ndarray) and (_staged() or _holds_graph_value((key, value))):
+        refuse_if_shared(target, "`{name}[...] = ...`")
         target = MutableArray(target.copy())
     target[key] = value
     return target
