@@ -132,7 +132,10 @@ class MpiTransport:
         self.rank, self.size = self.comm.Get_rank(), self.comm.Get_size()
         self._local_factory = local_factory or LocalRendezvous
         self._tables: dict[int, object] = {}
+        # the steps ended here: every step up to _finished_below, and those in _finished (the set
+        # stays small: steps end in about the order they are made)
         self._finished: set[int] = set()
+        self._finished_below = 0
         self._aborted: dict[int, BaseException] = {}
         self._lock = threading.Lock()
         self._inflight: deque = deque()
@@ -153,11 +156,14 @@ class MpiTransport:
 
     # -- the steps' tables
 
-    def table(self, step: int):
-        """The local table of `step`, made on first use (by this rank or by an arriving message)."""
+    def table(self, step: int, arriving: bool = False):
+        """The local table of `step`, made on first use (by this rank or by an arriving message);
+        None for a message `arriving` for a step that ended here."""
         with self._lock:
             t = self._tables.get(step)
             if t is None:
+                if arriving and self.finished(step):
+                    return None
                 t = self._tables[step] = self._local_factory()
                 if step in self._aborted:
                     t.abort(self._aborted[step])
@@ -178,7 +184,13 @@ class MpiTransport:
         with self._lock:
             self._tables.pop(step, None)
             self._finished.add(step)
+            while self._finished_below + 1 in self._finished:
+                self._finished_below += 1
+                self._finished.discard(self._finished_below)
             self._aborted.pop(step, None)
+
+    def finished(self, step: int) -> bool:
+        return step <= self._finished_below or step in self._finished
 
     # -- sending
 
@@ -229,7 +241,7 @@ class MpiTransport:
     def mark_aborted(self, step: int, error: BaseException) -> bool:
         """Records the step's abort; False when it was already aborted here."""
         with self._lock:
-            if step in self._aborted or step in self._finished:
+            if step in self._aborted or self.finished(step):
                 return False
             self._aborted[step] = error
             t = self._tables.get(step)
@@ -278,9 +290,9 @@ class MpiTransport:
             value = wire.finish(h, arr)
         else:
             value = wire.inline_value(h, buf)
-        if step in self._finished:
-            return
-        self.table(step).send(h.key, value, bool(h.flags & wire.DEAD))
+        table = self.table(step, arriving=True)
+        if table is not None:  # (None: the step ended here; a straggler of an aborted run)
+            table.send(h.key, value, bool(h.flags & wire.DEAD))
 
     def close(self) -> None:
         """Says goodbye to the other ranks and stops the receive thread (sends it the stop message)."""
