@@ -28,11 +28,15 @@ A loop nested in the body is replayed as a copy of it (a while loop built from i
 condition and body again, counting its iterations: its own gradient loop reads the trip
 count); its own gradient saves or recomputes as its own policy says.
 
+TensorArray writes of the body's own context (a list appended to in a converted loop)
+are not run again: the flows they give (references to the array, no bytes of their own)
+are saved in every iteration instead, and replays read the array through them.
+
 A replay is only right when running the body's ops again gives the same values:
 `check_body` refuses bodies (nested loops included) with effects (Variable reads of a
-Variable the loop changes, Variable writes, random draws, prints, asserts), stack or
-TensorArray writes and ordering control edges, naming the loop and the op and saying
-to use "keep" or "swap" for that loop.
+Variable the loop changes, Variable writes, random draws, prints, asserts), stack ops,
+TensorArray writes inside conds or loops of the body, and ordering control edges, naming
+the loop and the op and saying to use "keep" or "swap" for that loop.
 """
 from __future__ import annotations
 
@@ -42,6 +46,7 @@ import numpy as np
 
 from grad import saved as _saved
 from grad.analysis import is_within, variable_of
+from graph import dtypes as _dt
 from graph.control_flow.cond import cond
 from graph.control_flow.contexts import CondContext, WhileContext
 from graph.control_flow.stack import add_popped_value, add_pushed_value, stack_pop
@@ -79,7 +84,7 @@ def check_body(loop: WhileContext) -> None:
         ctx = n.context
         if ctx is None or not is_within(ctx, loop):
             continue
-        what = _effect(n)
+        what = _effect(n, ctx is loop)
         if what is not None:
             raise _refusal(loop, n, *what)
     if loop.has_effects:
@@ -87,8 +92,13 @@ def check_body(loop: WhileContext) -> None:
     _CHECKED.add(loop)
 
 
-def _effect(n: Node):
-    """(what the op does, why a replay cannot do it again) for an op that a replay must not run."""
+# TensorArray ops that write: in the loop's own context their flows are saved, not computed again
+_ARRAY_WRITES = frozenset({"TensorArrayWrite", "TensorArrayUnstack", "TensorArrayScatter"})
+
+
+def _effect(n: Node, in_body: bool):
+    """(what the op does, why a replay cannot do it again) for an op that a replay must not run;
+    `in_body`: `n` is in the loop's own context (not in a cond or loop inside it)."""
     op = n.op
     if op == "ReadVariable":   # reads of a Variable the loop never assigns are hoisted out of it
         return f"reads Variable {_variable_name(n)}, which the loop assigns", \
@@ -99,10 +109,12 @@ def _effect(n: Node):
         return "draws random numbers", "a replay would draw other numbers"
     if op in ("Print", "Assert"):
         return f"has a {op}", "a replay would run it again"
-    if op == "TensorArrayNew":   # a new array: one made again is as empty as the first
+    if op == "TensorArrayNew" or (op in _ARRAY_WRITES and in_body):
         return None
+    if op in _ARRAY_WRITES:
+        return "writes a TensorArray inside a cond or a loop of the body", "a replay would write it again"
     if op.startswith("TensorArray") and get_opdef(op).stateful:
-        return "writes a TensorArray", "a replay would write it again"
+        return f"has a {op}", "a replay would write the array again"
     if op.startswith("Stack"):
         return "uses a stack", "a replay would push or pop again"
     d = get_opdef(op)
@@ -146,6 +158,13 @@ class Recompute:
         self._refill: _Refill | None = None         # k > 1: how a segment is computed again and kept
         self._kept_values: dict[Tensor, Tensor] = {}
         self._replay: _Replay | None = None
+        # TensorArray flows of the body's own context (see `flow`): their forward push, the flows in
+        # its slot, and per context that pops them, the pop (all pops of a slot give all its values)
+        self._flow_handle: Tensor | None = None
+        self._flow_push: Node | None = None
+        self._flows: list[Tensor] = []
+        self._flow_pops: dict[int, tuple] = {}
+        self._flow_outs: dict[tuple[Tensor, int], Tensor] = {}
         self.backward = None
         self.index = None
         self._token_in = self._token_out = None
@@ -267,7 +286,7 @@ class Recompute:
                 ckpt = self._pop(checkpoints, start, "checkpoint", after=after)
 
                 def body(j, *s):
-                    refill.inner = graph.context
+                    refill.inner, refill.j = graph.context, j
                     refill.push_step = self._push(segment, [j], j)
                     refill.step = _Replay(self, self._state_leaves(list(s)), j, {self.loop: graph.context})
                     nxt = [refill.step.value(self.loop.next_iterations[c].inputs[0]) for c in self.carried]
@@ -290,6 +309,44 @@ class Recompute:
             self._token_out = graph.create_node("Identity", [refilled], name="popped",
                                                 control_inputs=[refill.pop]).outputs[0]
         self._refill = refill
+        # flows read while the inner loop was traced: the iteration after it pops its slot too
+        self._flow_pop(refill.inner, refill.j)
+        self._flow_pop(refill.branch, index)
+
+    def flow(self, t: Tensor, ctx, key: Tensor) -> Tensor:
+        """A value of `variant` dtype of the body's own context (a TensorArray flow: what a write gives,
+        a new array), for a replay in `ctx` of the iteration `key`. It is not computed again (a replay
+        would write the array again) but saved by the forward loop in every iteration: a reference to
+        the array, which holds no bytes of its own; its storage has every element written by then."""
+        out = self._flow_outs.get((t, id(ctx)))
+        if out is not None:
+            return out
+        state = self.state
+        if not any(f is t for f in self._flows):
+            if self._flow_push is None:
+                self._flow_handle = state.new_stack("TensorArray flows of " + self.loop.describe())
+                keys = [r.counter.body for r in state.records_upto(self.loop)]
+                self._flow_push = state.push(self._flow_handle, [t], self.loop, keys, name="flows")
+            else:
+                add_pushed_value(self._flow_push, t)
+            self._flows.append(t)
+            for c, pop in self._flow_pops.values():
+                self._flow_outs[(t, id(c))] = add_popped_value(pop, t.dtype, t.shape)
+        self._flow_pop(ctx, key)
+        return self._flow_outs[(t, id(ctx))]
+
+    def _flow_pop(self, ctx, key: Tensor) -> None:
+        """The pop of the flows' slot of iteration `key` in context `ctx` (every key is popped once:
+        k == 1 in the gradient loop body; k > 1 in the refill's inner loop and after it)."""
+        if id(ctx) in self._flow_pops or self._flow_push is None:
+            return
+        graph = self.graph
+        with graph.in_context(ctx), graph.control_dependencies(None):
+            outs = stack_pop(self._flow_handle, self._keys(key), [f.dtype for f in self._flows],
+                             [f.shape for f in self._flows], name="flows")
+        self._flow_pops[id(ctx)] = (ctx, outs[0].node)
+        for f, o in zip(self._flows, outs, strict=True):
+            self._flow_outs[(f, id(ctx))] = o
 
     def _state_leaves(self, values: list[Tensor]) -> dict[Tensor, Tensor]:
         """Forward loop-variable tensors of the body -> their values in a replay."""
@@ -302,6 +359,7 @@ class Recompute:
 class _Refill:
     """The parts of a segment's refill (k > 1) that `Recompute._kept` adds values to."""
     inner = branch = None     # the inner loop's body; the branch of the cond that runs it
+    j = None                  # the inner loop's iteration index
     step = last = None        # replays in them: of iterations start..index-1, and of `index`
     push_step = push_last = None
     pop = None                # the StackPop of this backward iteration's slot
@@ -320,6 +378,7 @@ class _Replay:
         self.graph = owner.graph
         self.leaves = leaves
         self.leaves[owner.counter.body] = index
+        self.index = index
         self.targets = targets
         self.memo: dict = {}
 
@@ -348,6 +407,8 @@ class _Replay:
                 return state.resolve(loop.enters[k].inputs[0])
         if self.kept is not None and ctx is loop and not state._loop_invariant(n, loop):
             return self.kept(t)
+        if ctx is loop and t.dtype is _dt.variant:
+            return self.owner.flow(t, self.targets[loop], self.index)
         target = self._target(ctx, where)
         key = (t, id(target))
         out = self.memo.get(key)

@@ -1,6 +1,6 @@
 """memory_policy="recompute": gradients equal those of "keep" on random loop programs (checkpoint every 1, 2,
-3, 7 iterations; trip counts not divisible by k, zero-trip loops; nested loops, recomputed too; parallel_iterations
-1 and 10; both execution modes), and the saved state is all that the forward loop keeps."""
+3, 7 iterations; trip counts not divisible by k, zero-trip loops; nested loops, recomputed too; TensorArray writes;
+parallel_iterations 1 and 10; both execution modes), and the saved state is all that the forward loop keeps."""
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, example, given, settings
@@ -16,14 +16,15 @@ floats = st.floats(-1.5, 1.5, allow_nan=False).map(lambda v: round(v, 3))
 vec = st.tuples(floats, floats).map(lambda t: np.array(t, dtype=np.float64))
 
 
-def _fit(block):
-    """The program without TensorArray writes (a recomputed body may not write arrays)."""
+def _fit(block, in_loop: bool = False):
+    """The program without TensorArray writes in nested loops (a recomputed body may write arrays in its
+    own context only, not in the loops inside it)."""
     out = []
     for s in block:
         if s[0] == "if":
-            s = (*s[:3], _fit(s[3]), _fit(s[4]))
+            s = (*s[:3], _fit(s[3], in_loop), _fit(s[4], in_loop))
         elif s[0] == "while":
-            s = (*s[:4], False, _fit(s[5]))
+            s = (*s[:4], s[4] and not in_loop, _fit(s[5], True))
         out.append(s)
     return out
 

@@ -62,6 +62,25 @@ def test_loop_options_sets_the_policy_of_its_own_loop():
     np.testing.assert_allclose(f(w, 4), np.array(numeric) / (2 * eps), rtol=1e-6)
 
 
+@pytest.mark.parametrize("k", [1, 3])
+def test_a_list_built_in_a_recomputed_loop(k):
+    """A list appended to in the loop is a TensorArray written in the body: its flows are saved (references,
+    no bytes), not written again."""
+    def step(x, n):
+        h = x
+        hs = []
+        for _ in range(n):
+            h = np.tanh(h * 1.1 + 0.2)
+            hs.append(h)
+        return grad.gradients(np.sum(np.stack(hs) ** 2), [x])[0]
+    x = np.linspace(-1.0, 1.0, 3)
+    kept = transpile.function(step, mode="dataflow")
+    for mode in ("dataflow", "compiled"):
+        recomputed = transpile.function(step, mode=mode, memory_policy="recompute", checkpoint_every=k)
+        for n in (0, 1, 7):
+            np.testing.assert_array_equal(recomputed(x, np.int64(n)), kept(x, np.int64(n)))
+
+
 def test_bad_policies_are_value_errors():
     with pytest.raises(ValueError, match="memory_policy must be one of"):
         transpile.function(flat_loss, memory_policy="fast")
