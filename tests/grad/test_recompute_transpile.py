@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 
 import grad
+import graph
 import transpile
 
 
@@ -86,3 +87,33 @@ def test_bad_policies_are_value_errors():
         transpile.function(flat_loss, memory_policy="fast")
     with pytest.raises(ValueError, match="checkpoint_every must be a Python int >= 1"):
         transpile.loop_options(memory_policy="recompute", checkpoint_every=0)
+
+
+def test_a_training_step_trains_alike_under_each_policy():
+    """An LSTM-like training step (a list of states, Variables read in the loop, SGD after it): the
+    same losses, step after step, whether the loop keeps or recomputes."""
+    rng = np.random.default_rng(0)
+    X, Y = rng.normal(size=(6, 4, 3)), rng.normal(size=(6, 4, 8)) * 0.5
+    W0, U0 = rng.normal(size=(3, 32)) * 0.3, rng.normal(size=(8, 32)) * 0.3
+    losses = {}
+    for policy, k in (("keep", None), ("recompute", 1), ("recompute", 4)):
+        W, U = graph.Variable(W0, name="W"), graph.Variable(U0, name="U")
+
+        def train_step(X, Y, n):
+            h = np.zeros((4, 8))
+            c = np.zeros((4, 8))
+            hs = []
+            for t in range(n):
+                i, f, g, o = np.split(X[t] @ W + h @ U, 4, axis=1)
+                c = graph.sigmoid(f) * c + graph.sigmoid(i) * np.tanh(g)
+                h = graph.sigmoid(o) * np.tanh(c)
+                hs.append(h)
+            loss = np.mean((np.stack(hs) - Y) ** 2)
+            grad.SGD(0.5).apply(grad.gradients(loss, [W, U]), [W, U])
+            return loss
+        opts = {} if policy == "keep" else {"memory_policy": policy, "checkpoint_every": k}
+        step = transpile.function(train_step, **opts)
+        losses[policy, k] = [float(step(X, Y, np.int64(6))) for _ in range(3)]
+    assert losses["keep", None][2] < losses["keep", None][0]
+    for key in (("recompute", 1), ("recompute", 4)):
+        np.testing.assert_allclose(losses[key], losses["keep", None], rtol=1e-12)
