@@ -180,16 +180,21 @@ class Function:
     that run heavy kernels beside the executor's own. 0 runs every kernel inline, so
     that each device a trace names (`with graph.device(...)` in the body) computes on
     one thread, its executor's.
+
+    `device` (an exec.device.Device, e.g. `SimulatedDevice(memory_limit=...)`) holds the
+    values its loops save for their gradients, and swaps those of "swap" loops to host
+    memory (exec.Session's `device`; docs/design.md, "Devices").
     """
 
     def __init__(self, fn, static_argnames=(), relax_shapes: bool = False, mode: str = "auto",
                  maximum_iterations: int | None = None, memory_policy: str | None = None,
-                 checkpoint_every: int | None = None, inter_op_threads: int = 2):
+                 checkpoint_every: int | None = None, inter_op_threads: int = 2, device=None):
         if mode not in MODES:
             raise ValueError(f"mode must be one of {', '.join(map(repr, MODES))}, got {mode!r}")
         if isinstance(inter_op_threads, bool) or not isinstance(inter_op_threads, int) or inter_op_threads < 0:
             raise ValueError(f"inter_op_threads must be an int >= 0, got {inter_op_threads!r}")
         self.inter_op_threads = inter_op_threads
+        self.device = device
         if maximum_iterations is not None and (isinstance(maximum_iterations, bool) or maximum_iterations < 0
                                                or int(maximum_iterations) != maximum_iterations):
             raise ValueError(f"maximum_iterations must be an int >= 0, got {maximum_iterations!r}")
@@ -264,7 +269,7 @@ class Function:
         policy, k = self.memory_policy if self.memory_policy is not None else (None, None)
         return Function(self.python_function, static_argnames=self.static_argnames, relax_shapes=self.relax_shapes,
                         mode=self.mode, maximum_iterations=self.maximum_iterations, memory_policy=policy,
-                        checkpoint_every=k, inter_op_threads=self.inter_op_threads)
+                        checkpoint_every=k, inter_op_threads=self.inter_op_threads, device=self.device)
 
     def __call__(self, *args, **kwargs):
         if operators.is_tracing():
@@ -463,7 +468,7 @@ class Function:
         operators.share_element_specs(g)
         trace = _Trace(sig, g, placeholders, out, fetch_index, fetches, constants, effects, keep_alive=keep_alive,
                        captured=captured)
-        trace.session = Session(g, mode=self.mode, inter_op_threads=self.inter_op_threads)
+        trace.session = Session(g, mode=self.mode, inter_op_threads=self.inter_op_threads, device=self.device)
         fed = []
         for k, phs in enumerate(placeholders):
             leaves = [i for i, ph in enumerate(phs) if ph is not None]
@@ -640,13 +645,13 @@ def _finish_outputs(out):
 
 def function(fn=None, *, static_argnames=(), relax_shapes: bool = False, mode: str = "auto",
              maximum_iterations: int | None = None, memory_policy: str | None = None,
-             checkpoint_every: int | None = None, inter_op_threads: int = 2):
+             checkpoint_every: int | None = None, inter_op_threads: int = 2, device=None):
     """Decorator: `@transpile.function` or `@transpile.function(static_argnames=("n",), relax_shapes=True,
     mode="compiled", maximum_iterations=100_000, memory_policy="recompute", checkpoint_every=8,
-    inter_op_threads=0)` (see Function)."""
+    inter_op_threads=0, device=SimulatedDevice(memory_limit=2**30))` (see Function)."""
     options = dict(static_argnames=static_argnames, relax_shapes=relax_shapes, mode=mode,
                    maximum_iterations=maximum_iterations, memory_policy=memory_policy,
-                   checkpoint_every=checkpoint_every, inter_op_threads=inter_op_threads)
+                   checkpoint_every=checkpoint_every, inter_op_threads=inter_op_threads, device=device)
     if fn is None:
         return lambda f: Function(f, **options)
     return Function(fn, **options)
