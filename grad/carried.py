@@ -86,8 +86,15 @@ def _reached(index: GraphIndex, loop: WhileContext, j: int, target: Target) -> b
     hits = (loop.merges[j].outputs[0], loop.switches[j].outputs[1])
     if target.is_variable:
         return _reaches(index, list(target.sources), hits)
+    return _reached_from(index, loop, j, target.sources)
+
+
+def _reached_from(index: GraphIndex, loop: WhileContext, j: int, sources) -> bool:
+    """Whether the values of tensors `sources` may have shaped loop variable j's value in the current
+    iteration of `loop`."""
+    hits = (loop.merges[j].outputs[0], loop.switches[j].outputs[1])
     complete = len(loop.next_iterations) == len(loop.merges)
-    for o in {id(s): origin(s) for s in target.sources}.values():
+    for o in {id(s): origin(s) for s in sources}.values():
         var = loop_variable_of(o)
         i = var[1] if var is not None and var[0] is loop else None
         if i is None:
@@ -101,6 +108,11 @@ def _reached(index: GraphIndex, loop: WhileContext, j: int, target: Target) -> b
         first = python_sources(loop.enters[i].inputs[0])
         init_j = loop.enters[j].inputs[0]
         if any(origin(init_j) is f for f in first) or init_j in index.forward_reach(first):
+            return True
+        outer = loop_variable_of(init_j)
+        if outer is not None and outer[0] is not loop and _reached_from(index, outer[0], outer[1], first):
+            # both entered this loop from an enclosing loop's variables: there, too, variable j's value
+            # may come from an earlier iteration (or the code before that loop) that x's value shaped
             return True
         if not complete:
             continue

@@ -221,6 +221,12 @@ def _named_refusal(e: GraphError) -> bool:
 # d b / d a where b carries a value computed from a in the previous iteration: an error
 @example(prog=[("while", "a", 4.0, 3, False, [("grad_of", "a", "b", "a", False), ("assign", "b", ("sin", "a"))])],
          x0=_X0, w0=_W0)
+# d b / d a in a loop nested in a loop, b carried from before the outer loop, a changed by its iterations:
+# an error (it was a silently wrong gradient where the data made the outer loop run twice)
+@example(prog=[("assign", "b", ("mul_w", "a")), ("assign", "b", ("mul_w", "a")), ("while", "a", 0.5, 2, False, [
+    ("while", "a", 0.5, 2, True, [("grad_of", "b", "b", "a", False)]),
+    ("while", "a", 4.0, 3, True, [("assign", "a", ("tanh", "a")), ("assign", "a", ("tanh_prod", "b", "a"))])])],
+    x0=np.array([-1.436, -1.247]), w0=np.array([0.0, 0.843]))
 # d b / d a after a cond whose taken branch leaves a unchanged, b computed from a before it: an error
 @example(prog=[("if", "a", 0.0, [("assign", "a", ("sin", "b"))], [("grad_of", "b", "a", "b", False)]),
                ("grad_of", "b", "b", "a", False)], x0=np.array([-1.5, 0.0]), w0=_W0)
@@ -236,6 +242,12 @@ def test_gradients_of_values_taken_anywhere_equal_pythons_or_name_the_carried_va
 @pytest.mark.parametrize("prog", [
     [("while", "a", 4.0, 3, False, [("grad_of", "a", "b", "a", False), ("assign", "b", ("sin", "a"))])],
     [("assign", "b", ("mul_w", "a")), ("while", "a", 4.0, 2, False, [("grad_of", "a", "b", "a", True)])],
+    # nested loops: b and a enter the inner loop from the outer loop's variables, b computed from a
+    # before the outer loop (its first iteration) and a changed by its later iterations
+    [("assign", "b", ("mul_w", "a")),
+     ("while", "a", 0.5, 2, False, [("while", "a", 0.5, 2, True, [("grad_of", "b", "b", "a", False)]),
+                                    ("while", "a", 4.0, 3, True, [("assign", "a", ("tanh", "a")),
+                                                                  ("assign", "a", ("tanh_prod", "b", "a"))])])],
 ])
 def test_a_gradient_of_a_value_carried_from_an_earlier_iteration_is_an_error(prog):
     with pytest.raises(GraphError, match="reads 'b', a loop variable of the while loop at .*programs.py"):
