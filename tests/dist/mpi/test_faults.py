@@ -52,13 +52,20 @@ def _job(tmp_path, argv, timeout):
     env = {k: v for k, v in os.environ.items()
            if not k.startswith(("PMI_", "PMIX_", "HYDRA_", "MPIR_", "MPICH_", "OMPI_", "I_MPI_"))}
     env["PYTHONPATH"] = ROOT + os.pathsep + env.get("PYTHONPATH", "")
-    env["FLOWGRAPH_RECV_TIMEOUT"] = "20"
+    env["FLOWGRAPH_RECV_TIMEOUT"] = "120"  # far past `took`'s bound: the timeout must not be what ends these
     out = tmp_path / "out.txt"
     start = time.monotonic()
     with open(out, "w") as f:
         rc = run([a.replace("SCRIPT", str(script)) for a in argv], timeout=timeout, env=env, stdout=f,
                  stderr=subprocess.STDOUT)
     return rc, time.monotonic() - start, out.read_text()
+
+
+@pytest.fixture(autouse=True)
+def in_step(comm):
+    """The other ranks wait for rank 0's job here, not in the next test's runs (which have timeouts)."""
+    yield
+    comm.Barrier()
 
 
 @pytest.fixture
@@ -69,14 +76,14 @@ def on_rank_0(comm):
 
 @pytest.mark.parametrize("how", ["kill", "raise"])
 def test_a_rank_that_dies_ends_the_job_under_dist_launch(tmp_path, on_rank_0, how):
-    rc, took, out = _job(tmp_path, command(2, ["SCRIPT", how]), timeout=60)
+    rc, took, out = _job(tmp_path, command(2, ["SCRIPT", how]), timeout=90)
     assert rc not in (0, 124), out
     assert took < 30, f"the job took {took:.0f} s to end:\n{out}"
     assert "should not finish" not in out
 
 
 def test_an_error_outside_a_run_ends_a_plain_mpiexec_job(tmp_path, on_rank_0):
-    rc, took, out = _job(tmp_path, [find_mpiexec(), "-n", "2", sys.executable, "SCRIPT", "raise"], timeout=60)
+    rc, took, out = _job(tmp_path, [find_mpiexec(), "-n", "2", sys.executable, "SCRIPT", "raise"], timeout=90)
     assert rc not in (0, 124), out
     assert took < 30, f"the job took {took:.0f} s to end:\n{out}"
     assert "rank 1 gave up" in out
