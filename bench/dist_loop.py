@@ -3,7 +3,8 @@
 The loop counter i and its predicate i < n live on device 0; a second loop variable x lives on device 1,
 where its body op (x + 1) runs. Each iteration device 0 sends the predicate to device 1 (keyed by
 iteration, exec/rendezvous.py), and device 1's copy of the loop control structure follows it
-(dist/partition.py). Variants, all measured in this run (median of repeats):
+(dist/partition.py). Variants, all measured in this run (median of repeats; each round runs every variant once, so that the
+shared machine's changing load hits all of them alike):
   1 device           the same loop with both variables on one device (dataflow executor; and compiled code)
   2 devices          the loop above: the predicate crosses each iteration, iterations pipeline
                      (parallel_iterations=32)
@@ -70,20 +71,38 @@ def loop(n: int, devices: tuple[str, str], barrier: bool, par: int):
     return g, limit, out
 
 
-def rate(n: int, repeats: int, devices, barrier: bool = False, par: int = 32, mode: str = "dataflow") -> float:
+def prepare(n: int, devices, barrier: bool = False, par: int = 32, mode: str = "dataflow"):
+    """A function that runs the loop once (n iterations) and returns its wall time; plans and partitions
+    are built and warmed up here."""
     g, limit, out = loop(n, devices, barrier, par)
     sess = Session(g, inter_op_threads=0, mode=mode)
-    got = sess.run(out, {limit: 10})  # warm-up: plans and partitions are built once
+    got = sess.run(out, {limit: 10})
     assert got[0] == 10 and got[1] == 10.0, got
     multi = any(isinstance(p, DevicesPlan) for p in sess._plans.values())
     assert multi == (devices[0] != devices[1]), "the loop did not run partitioned as meant"
-    times = []
-    for _ in range(repeats):
+
+    def once() -> float:
         start = time.perf_counter()
         i, x = sess.run(out, {limit: n})
-        times.append(time.perf_counter() - start)
+        elapsed = time.perf_counter() - start
         assert i == n and x == float(n)
-    return n / statistics.median(times)
+        return elapsed
+    return once
+
+
+def rates(n: int, repeats: int, variants: dict) -> dict:
+    """Iterations/s of each variant (name -> prepare's function), the median over `repeats` rounds that
+    run every variant once each, so that a change in the machine's load hits all of them alike."""
+    times: dict = {name: [] for name in variants}
+    for _ in range(repeats):
+        for name, once in variants.items():
+            times[name].append(once())
+    return {name: n / statistics.median(ts) for name, ts in times.items()}
+
+
+def rate(n: int, repeats: int, devices, barrier: bool = False, par: int = 32, mode: str = "dataflow") -> float:
+    """Iterations/s of one variant alone (median of `repeats` runs)."""
+    return rates(n, repeats, {"": prepare(n, devices, barrier, par, mode)})[""]
 
 
 def main() -> None:
@@ -94,14 +113,15 @@ def main() -> None:
     args = ap.parse_args()
     n, repeats = (2000, 3) if args.quick else (args.n, args.repeats)
     one, two = ("/cpu:0", "/cpu:0"), ("/cpu:0", "/cpu:1")
-    rows = [
-        ("1 device (dataflow)", rate(n, repeats, one)),
-        ("1 device (compiled)", rate(n, repeats, one, mode="compiled")),
-        ("2 devices", rate(n, repeats, two)),
-        ("2 devices barrier", rate(n, repeats, two, barrier=True)),
-        ("2 devices, 1 iteration in flight", rate(n, repeats, two, par=1)),
-        ("2 devices barrier, 1 iteration in flight", rate(n, repeats, two, barrier=True, par=1)),
-    ]
+    measured = rates(n, repeats, {
+        "1 device (dataflow)": prepare(n, one),
+        "1 device (compiled)": prepare(n, one, mode="compiled"),
+        "2 devices": prepare(n, two),
+        "2 devices barrier": prepare(n, two, barrier=True),
+        "2 devices, 1 iteration in flight": prepare(n, two, par=1),
+        "2 devices barrier, 1 iteration in flight": prepare(n, two, barrier=True, par=1),
+    })
+    rows = list(measured.items())
     results = {"in_process_iters_per_s": round(rows[2][1]), "in_process_barrier_iters_per_s": round(rows[3][1]),
                "one_device_iters_per_s": round(rows[0][1])}
     for name, fn in MPI_VARIANTS.items():
