@@ -10,7 +10,7 @@ Model (an LSTM training step's loss and gradient; float32):
   needs more fails with DeviceOutOfMemory (on a GPU, the same with --device cupy).
 Variants (the same graph but for the loop's memory options):
   keep       every value the gradient loop reads stays on the device
-  swap       while_loop(swap_memory=True): above half the limit, saved values over 2 KB are copied
+  swap       while_loop(swap_memory=True): above 70% of the limit, saved values over 2 KB are copied
              to host memory on the d2h stream and prefetched back for the gradient loop
              (exec/device/swapping.py)
   recompute  while_loop(memory_policy="recompute", checkpoint_every=--k): the loop state is saved

@@ -79,7 +79,7 @@ class DeviceMemoryManager(MemoryManager):
 
     defers = True
 
-    def __init__(self, device: Device, policy: str = "keep", threshold: float = 0.5,
+    def __init__(self, device: Device, policy: str = "keep", threshold: float = 0.7,
                  prefetch_bytes: int | None = None):
         if policy not in POLICIES:
             raise ValueError(f"memory_policy must be one of {', '.join(map(repr, POLICIES))}, got {policy!r}")

@@ -109,11 +109,11 @@ def test_swapping_trains_under_a_limit_that_keeping_exceeds(kind, mode):
 
 def test_only_loops_that_allow_it_swap_and_small_values_stay():
     g, feed, dw = rnn(30, swap_memory=False)
-    device = make_device("simulated", memory_limit=250_000)  # holds all, but above the swap threshold
+    device = make_device("simulated", memory_limit=200_000)  # holds all, but above the swap threshold
     _, memory = run(g, feed, dw, device)  # policy "keep", loops without swap_memory: nothing moves
-    assert memory.stats()["swap_outs"] == 0 and device.peak_bytes > 125_000
+    assert memory.stats()["swap_outs"] == 0 and device.peak_bytes > 0.7 * 200_000
     g, feed, dw = rnn(30, swap_memory=True)
-    _, memory = run(g, feed, dw, make_device("simulated", memory_limit=250_000))
+    _, memory = run(g, feed, dw, make_device("simulated", memory_limit=200_000))
     assert memory.stats()["swap_outs"] > 0
     small = make_device("simulated", memory_limit=10**5)
     s = Session(g, device=small)
