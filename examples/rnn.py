@@ -174,8 +174,10 @@ def adding_loss(m: LSTM, x, y, seq_len):
 
 # ----------------------------------------------------------------------------- training
 
-def make_train_step(loss_fn, m: LSTM, optimizer, clip_norm: float = 5.0, static_unroll: bool = False):
-    """The training step: loss, gradients through the time loop, clipped update."""
+def make_train_step(loss_fn, m: LSTM, optimizer, clip_norm: float = 5.0, static_unroll: bool = False,
+                    **function_options):
+    """The training step: loss, gradients through the time loop, clipped update. `function_options`
+    go to transpile.function (mode, inter_op_threads, ...)."""
     def train_step(inputs, targets, seq_len):
         loss = loss_fn(m, inputs, targets, seq_len)
         grads = grad.gradients(loss, m.params)
@@ -183,7 +185,7 @@ def make_train_step(loss_fn, m: LSTM, optimizer, clip_norm: float = 5.0, static_
         optimizer.apply(grads, m.params)
         return loss
     # static_argnames makes seq_len a Python int: the loop unrolls, one graph per length
-    return transpile.function(train_step, static_argnames=("seq_len",) if static_unroll else ())
+    return transpile.function(train_step, static_argnames=("seq_len",) if static_unroll else (), **function_options)
 
 
 def while_frames(g) -> set:
