@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass
+from queue import SimpleQueue
 
 from exec import executor
 from exec.plan import Plan, build_plan, prune
@@ -109,20 +110,50 @@ def execute(plan, feed_values: list, pool=None, rendezvous: Rendezvous | None = 
         for k, v in zip(indices, out, strict=True):
             results[k] = v
 
-    threads = [threading.Thread(target=run, args=part[1:], name=f"device {part[0]}", daemon=True)
-               for part in parts[1:]]
-    for t in threads:
-        t.start()
+    done: SimpleQueue = SimpleQueue()
+    for part in parts[1:]:
+        _take_worker().put((run, part[1:], done))
+    waiting = len(parts) - 1
     try:
         if parts:
             run(*parts[0][1:])
-        for t in threads:
-            t.join()
+        while waiting:
+            done.get()
+            waiting -= 1
     except BaseException as e:  # Ctrl-C while waiting for the others: they stop too (at their next Recv)
         rendezvous.abort(e)
-        for t in threads:
-            t.join()
+        while waiting:
+            done.get()
+            waiting -= 1
         raise
     if rendezvous.aborted is not None:
         raise rendezvous.aborted
     return results
+
+
+# Threads that run the devices' parts other than the caller's, kept between runs (starting a thread costs
+# about as much as a small run): each waits on its own queue for (run, args, done), runs it, says so on
+# `done` and goes back to the idle list.
+_idle: list[SimpleQueue] = []
+_idle_lock = threading.Lock()
+
+
+def _take_worker() -> SimpleQueue:
+    with _idle_lock:
+        if _idle:
+            return _idle.pop()
+    jobs: SimpleQueue = SimpleQueue()
+    threading.Thread(target=_work, args=(jobs,), name="device worker", daemon=True).start()
+    return jobs
+
+
+def _work(jobs: SimpleQueue) -> None:
+    while True:
+        run, args, done = jobs.get()
+        try:
+            run(*args)  # it catches what its executor raises (see `execute`)
+        finally:
+            run = args = None
+            with _idle_lock:
+                _idle.append(jobs)
+            done.put(None)
