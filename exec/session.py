@@ -166,6 +166,9 @@ class Session:
 
     def _compile(self, plan: Plan, tensors, targets, feeds) -> Program:
         """`plan` compiled (once, whatever the mode); raises exec.compiled.Unstructured."""
+        if isinstance(plan, DevicesPlan):
+            raise Unstructured(f"its nodes are on several devices ({', '.join(plan.devices)}): each device's part "
+                               "runs on a dataflow executor of its own")
         got = self._compilations.get(id(plan))
         if got is None or got[0] is not plan:
             try:

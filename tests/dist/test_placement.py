@@ -162,3 +162,23 @@ def test_dead_tokens_cross_devices_and_recvs_on_untaken_branches_do_not_block():
     for taken in (True, False, True):
         want = np.sin(0.5) * 2.0 if taken else np.cos(0.5) + 1.0
         assert within(20, sess.run, out, {p: taken, x: 0.5}) == want
+
+
+def test_a_multi_device_plan_runs_on_the_dataflow_executor_in_every_mode():
+    from exec.compiled import Unstructured
+    g = G.Graph()
+    with g.as_default():
+        n = G.placeholder(np.int64, (), name="n")
+        with G.device("/cpu:0"):
+            i, x = G.while_loop(lambda i, x: i < n, lambda i, x: (i + 1, _on("/cpu:1", lambda: x * 2.0)),
+                                [G.constant(np.int64(0)), G.constant(1.0)])
+    for mode in ("compiled", "auto", "dataflow"):
+        sess = Session(g, mode=mode)
+        assert within(20, sess.run, [i, x], {n: 4}) == [4, 16.0]
+    with pytest.raises(Unstructured, match="several devices"):
+        Session(g, mode="compiled").compiled_source([i, x], {n: 4})
+
+
+def _on(device, fn):
+    with G.device(device):
+        return fn()
