@@ -68,8 +68,14 @@ def _contains_tensor(v) -> bool:
     return False
 
 
+# Each is called as hook(tensor) -> the Python number type (bool, int, float) that the tensor stands for
+# in the program a library traced (transpile: a Python number a graph cond or loop carried), or None.
+WEAK_TYPE_HOOKS: list = []
+
+
 def convert_pair(a, b) -> tuple[Tensor, Tensor]:
-    """Converts two operands, letting Python scalars adopt the other operand's dtype."""
+    """Converts two operands, letting Python scalars, and tensors that stand for Python numbers
+    (WEAK_TYPE_HOOKS), adopt the other operand's dtype, as numpy's weak scalars do."""
     a_t, b_t = is_tensor_like(a), is_tensor_like(b)
     if a_t and not b_t:
         a = convert(a)
@@ -77,7 +83,29 @@ def convert_pair(a, b) -> tuple[Tensor, Tensor]:
     if b_t and not a_t:
         b = convert(b)
         return convert(a, like=b), b
-    return convert(a), convert(b)
+    a, b = convert(a), convert(b)
+    if WEAK_TYPE_HOOKS and a.dtype != b.dtype:
+        weak_a, weak_b = _weak_type(a), _weak_type(b)
+        if weak_a is not None and weak_b is None:
+            a = _beside(a, weak_a, b.dtype)
+        elif weak_b is not None and weak_a is None:
+            b = _beside(b, weak_b, a.dtype)
+    return a, b
+
+
+def _weak_type(t: Tensor):
+    for hook in WEAK_TYPE_HOOKS:
+        kind = hook(t)
+        if kind is not None:
+            return kind
+    return None
+
+
+def _beside(t: Tensor, kind, other) -> Tensor:
+    """`t`, standing for a Python number of type `kind`, in the dtype numpy gives it beside an array
+    of dtype `other` (`0.5 + float32` is float32)."""
+    dtype = np.result_type(kind(0), other) if isinstance(other, np.dtype) else t.dtype
+    return t if dtype == t.dtype else make_op("Cast", [t], {"dtype": dtype}).outputs[0]
 
 
 def is_tensor_like(v) -> bool:

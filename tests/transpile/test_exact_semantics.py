@@ -543,3 +543,67 @@ def test_a_loop_variable_whose_dtype_the_body_changes_is_promoted_with_a_warning
                                          r"float64\[\] tensor after an iteration; it is float64 from the start"):
         assert_converted_equivalent(numpy_int_that_a_graph_loop_adds_floats_to, (3,), (0,))
     assert_converted_equivalent(python_int_from_an_inner_loop_summing_floats_later, (3, 1.0), (0, 1.0))
+
+
+# --------------------------------------------------------------------------- Python numbers through graph control flow
+
+def halved_in_a_branch_then_summing_float32(n, x, arr):
+    s = 0.0
+    w = arr.astype(np.float32)
+    if x > 0:             # a graph cond: both sides leave s a Python float
+        s = s * 0.5
+    for i in range(n):
+        s = s + w[0]      # numpy: float32
+    return s
+
+
+def halved_in_a_loop_then_summing_float32(n, x, arr):
+    s = 0.0
+    w = arr.astype(np.float32)
+    for i in range(n):
+        for j in range(n):
+            s = s * 0.5   # still a Python float after the inner loop
+        s = s + w[0]
+    for e in arr:
+        s = s * 0.5
+    return s + w[1]
+
+
+def halved_in_a_loop_else_then_summing_float32(n, x, arr):   # the case the random programs found
+    s = 0.0
+    w = arr.astype(np.float32)
+    i0 = 0
+    while i0 < n:
+        i0 += 1
+        if x > 5:
+            break
+    else:
+        s = s * 0.5
+    i3 = 0
+    while i3 < n:
+        i3 += 1
+        i4 = 0
+        while i4 < n:
+            i4 += 1
+            s = min(s, 1.0) * 0.5
+        s = s + w[0]
+    return s
+
+
+def a_python_number_beside_a_float64_value_stays_float64(n, x, arr):
+    s = 0.5
+    if x > 0:
+        s = s * 0.5
+    return s + arr[0] + s * n   # float64 array element, int64 tensor: numpy gives float64
+
+
+@pytest.mark.parametrize("fn", [halved_in_a_branch_then_summing_float32, halved_in_a_loop_then_summing_float32,
+                                halved_in_a_loop_else_then_summing_float32,
+                                a_python_number_beside_a_float64_value_stays_float64], ids=lambda f: f.__name__)
+def test_a_python_number_that_graph_control_flow_keeps_a_number_takes_numpys_weak_dtype(fn):
+    converted = transpile.function(fn)
+    for n, x in ((3, 0.5), (2, -1.0), (1, 7.0)):
+        arr = np.array([1.5, -2.0, 0.25])
+        want, got = fn(n, x, arr), converted(n, x, arr)
+        assert np.asarray(got).dtype == np.asarray(want).dtype, (n, x)
+        np.testing.assert_allclose(got, want, rtol=1e-6)

@@ -12,7 +12,7 @@ from transpile.operators.carried_state import CarriedWrites
 from transpile.operators.cond_outputs import DROP, Raised, as_is, encode, mode_key, plan, restore
 from transpile.operators.data_structures import list_truth, stacked_list
 from transpile.operators.encoding import fresh_containers, pack_result, replace_at, stand_in, unpack_outputs
-from transpile.operators.leaves import is_tensor
+from transpile.operators.leaves import is_tensor, mark_weak
 from transpile.operators.staging import Retry, anchor_effects, build_until_settled, predicate
 from transpile.operators.uncatchable import refuse_if_caught
 from transpile.operators.values import Undefined
@@ -121,6 +121,8 @@ def graph_cond(pred: Tensor, true_fn, false_fn, state, names, what: str):
                             value = replace_at(value, path, stacked_list)
                 else:
                     value = restore(merged[i], original)
+                    if not isinstance(raw["false"], Raised) and not isinstance(t_outs, Raised):
+                        mark_weak(value, t_outs[i], raw["false"][i])   # Python numbers on both sides
                 results.append(value)
         return pack_result(results, names)
 

@@ -7,6 +7,8 @@ import numpy as np
 import graph
 from graph import nest
 from graph.node import Tensor
+from graph.ops import conversion as _conversion
+from transpile.operators.trace_state import trace_state
 
 
 def is_tensor(x) -> bool:
@@ -28,6 +30,61 @@ def has_graph_values(x) -> bool:
 def is_weak(x) -> bool:
     """A Python number: its dtype gives way to an array's, as numpy's weak scalars do."""
     return type(x) in (bool, int, float)
+
+
+def weak_type(x):
+    """The Python number type (bool, int, float) that `x` stands for, else None: a Python number's
+    own, or that of the Python numbers a graph cond merged into tensor `x` (`mark_weak`). Such a tensor
+    is a Python number in the program the graph was traced from: it takes an array's dtype as numpy's
+    weak scalars do (a graph loop that adds float32 values to it learns so, see loop_vars.weak_probes)."""
+    if type(x) in (bool, int, float):
+        return type(x)
+    if isinstance(x, Tensor) and trace_state().weak_numbers:
+        return _tensor_weak_type(x, trace_state().weak_numbers, 64)
+    return None
+
+
+# elementwise ops whose result is a Python number when their operands are (`s * 0.5`, `min(s, 1.0)`)
+_NUMBER_OPS = frozenset({"Add", "AddV2", "Sub", "Mul", "RealDiv", "Div", "FloorDiv", "FloorMod", "Mod", "Pow",
+                         "Maximum", "Minimum", "Neg", "Abs", "Identity"})
+
+
+def _tensor_weak_type(t: Tensor, marked: dict, budget: int):
+    """The Python type tensor `t` stands for: marked, or computed by _NUMBER_OPS from marked tensors and
+    scalar constants (the Python numbers of the expression)."""
+    entry = marked.get(id(t))
+    if entry is not None and entry[0] is t:
+        return entry[1]
+    node = t.node
+    if budget <= 0 or node.op not in _NUMBER_OPS or not node.inputs or not isinstance(t.dtype, np.dtype):
+        return None
+    types = []
+    for i in node.inputs:
+        if i.node.op == "Const" and i.shape == ():
+            continue
+        kind = _tensor_weak_type(i, marked, budget - 1)
+        if kind is None:
+            return None
+        types.append(kind)
+    if not types:
+        return None
+    kind = float if float in types or t.dtype.kind == "f" else int if int in types else bool
+    marked[id(t)] = (t, kind)
+    return kind
+
+
+def mark_weak(t, *numbers) -> None:
+    """Records that tensor `t` stands for a Python number: one of `numbers` (Python numbers or tensors
+    that stand for one), whichever the graph picks."""
+    types = [weak_type(v) for v in numbers]
+    if types and None not in types:
+        mark_weak_type(t, float if float in types else int if int in types else bool)
+
+
+def mark_weak_type(t, kind: type) -> None:
+    """Records that tensor `t` stands for a Python number of type `kind`."""
+    if isinstance(t, Tensor):
+        trace_state().weak_numbers[id(t)] = (t, kind)
 
 
 def is_numeric(leaf) -> bool:
@@ -130,3 +187,6 @@ def variable_label(name: str, meta: dict) -> str:
     if name.startswith("<"):  # the value of an expression, e.g. "<the conditional expression>"
         return name[1:-1]
     return f"variable '{name}'"
+
+
+_conversion.WEAK_TYPE_HOOKS.append(weak_type)   # graph ops give such tensors numpy's weak-scalar dtypes

@@ -33,6 +33,7 @@ from transpile.operators.leaves import (
     leaf_dtype,
     same_leaves,
     variable_label,
+    weak_type,
 )
 from transpile.operators.staging import StagingError
 from transpile.operators.values import MaybeDefined, PartiallyDefined, Undefined, UndefinedReturn
@@ -268,7 +269,27 @@ def weak_probes(init_state, modes) -> dict:
     """The changes that trace the variables holding Python numbers as numbers, for those whose dtype
     the loop has not learned yet (carried at their default dtype so far)."""
     return {i: ("probe",) for i, (v0, mode) in enumerate(zip(init_state, modes, strict=True))
-            if mode == ("tensor", None) and is_weak(v0)}
+            if mode == ("tensor", None) and weak_type(v0) is not None}
+
+
+def probed_value(v0):
+    """What a probe traces a variable holding `v0` with: a Python number as it is; for a tensor that
+    stands for one (leaves.weak_type), a Python number of its type (its value is unknown: the probe
+    only learns a dtype, and the loop is built again, see `probe_of_a_stand_in`)."""
+    return v0 if not isinstance(v0, Tensor) or weak_type(v0) is None else weak_type(v0)(1)
+
+
+def probe_of_a_stand_in(v0, v_in, v_out):
+    """The change for a probed variable whose value before the loop was tensor `v0` (traced as the Python
+    number `v_in`) and which the body made `v_out`: carried at the dtype Python gives it (the body's
+    value's, where it is an array's; with a Python number, still a Python number, `v0`'s)."""
+    if v_out is v_in:
+        dtype = v0.dtype
+    elif is_weak(v_out):
+        dtype = np.result_type(v0.dtype, leaf_dtype(v_out))
+    else:
+        dtype = leaf_dtype(v_out)
+    return ("tensor", [dtype])
 
 
 def weak_fixups(init_state, modes, loop_vars, outs, first_body_node: int) -> dict:
@@ -285,7 +306,7 @@ def weak_fixups(init_state, modes, loop_vars, outs, first_body_node: int) -> dic
     """
     changes = {}
     for i, (v0, mode) in enumerate(zip(init_state, modes, strict=True)):
-        if mode[0] != "tensor" or len(mode) > 2 or i not in loop_vars or i not in outs or not is_weak(v0):
+        if mode[0] != "tensor" or len(mode) > 2 or i not in loop_vars or i not in outs or weak_type(v0) is None:
             continue
         before, after = loop_vars[i], outs[i]
         dtype = leaf_dtype(after)
@@ -294,10 +315,37 @@ def weak_fixups(init_state, modes, loop_vars, outs, first_body_node: int) -> dic
         if mode[1] is not None:  # learned by a probe, which followed one path: another may widen it
             if dtype != before.dtype:
                 changes[i] = ("tensor", [np.result_type(before.dtype, dtype)])
-        elif dtype != before.dtype or any(np.result_type(v0, d) != np.result_type(before.dtype, d)
+        elif dtype != before.dtype or any(np.result_type(probed_value(v0), d) != np.result_type(before.dtype, d)
                                           for d in _computed_from(after, first_body_node)):
             changes[i] = ("probe",)
     return changes
+
+
+def stays_python_number(value, loop_var, first_node: int) -> bool:
+    """Whether a body's new value of a variable that holds a Python number is computed from that
+    variable and Python numbers only (constants, and tensors that stand for Python numbers), so that in
+    Python it is still a Python number: `s * 0.5`, `min(s, 1.0)`, in nested branches and loops too.
+    Nodes from id `first_node` on are the body's; of those before it, the loop variable and constants."""
+    if not isinstance(value, Tensor):
+        return weak_type(value) is not None
+    todo, seen = [value], set()
+    while todo:
+        t = todo.pop()
+        if t is loop_var or weak_type(t) is not None or id(t) in seen:
+            continue
+        seen.add(id(t))
+        node = t.node
+        if node.op == "Const":
+            continue
+        if node.id < first_node and node.op != "Enter":
+            return False
+        if node.op in ("Switch",):   # its predicate decides where the value goes, not what it is
+            todo.append(node.inputs[0])
+        elif node.op in ("LoopCond", "Placeholder") or not node.inputs:
+            return False
+        else:
+            todo.extend(node.inputs)
+    return True
 
 
 def _computed_from(value, first_node: int) -> set:

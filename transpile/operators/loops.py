@@ -20,7 +20,16 @@ from transpile.operators.encoding import (
     value_at,
 )
 from transpile.operators.iterables import RangeSource, Source, graph_source
-from transpile.operators.leaves import cast_leaves, describe, is_convertible, is_tensor, leaf_dtype, variable_label
+from transpile.operators.leaves import (
+    cast_leaves,
+    describe,
+    is_convertible,
+    is_tensor,
+    leaf_dtype,
+    mark_weak_type,
+    variable_label,
+    weak_type,
+)
 from transpile.operators.loop_vars import (
     ElementInference,
     body_output,
@@ -29,6 +38,9 @@ from transpile.operators.loop_vars import (
     initial_value,
     joined_dtypes,
     joined_spec,
+    probe_of_a_stand_in,
+    probed_value,
+    stays_python_number,
     weak_fixups,
     weak_probes,
 )
@@ -93,6 +105,10 @@ def _graph_loop(cond_fn, body_fn, internal, state, names, meta, kind: str, loop_
     token = object()
     written = CarriedWrites(token)
     labels = list(names)
+    # variables that started as Python numbers and that the body, traced with them as numbers (a probe),
+    # left Python numbers: index -> their Python type. Carried as tensors, they still stand for Python
+    # numbers (leaves.weak_type) in the body and after the loop, as in the Python program.
+    python_numbers: dict = {}
 
     def build():
         carried = [i for i, m in enumerate(modes) if m[0] not in ("fixed", "probe")]
@@ -109,9 +125,11 @@ def _graph_loop(cond_fn, body_fn, internal, state, names, meta, kind: str, loop_
         seen_outs: dict = {}
 
         def full_state(values):
-            current = list(state)
+            current = [probed_value(v) if modes[k] == ("probe",) else v for k, v in enumerate(state)]
             for i, v in zip(carried, values, strict=True):
                 current[i] = v
+                if i in python_numbers:
+                    mark_weak_type(v, python_numbers[i])
             return current
 
         def probing() -> dict:
@@ -176,6 +194,15 @@ def _graph_loop(cond_fn, body_fn, internal, state, names, meta, kind: str, loop_
             if changes:
                 raise Retry(token, changes)
             for i in range(len(state)):
+                if modes[i] == ("probe",):
+                    number_type = weak_type(state[i]) if out[i] is entering[i] else weak_type(out[i])
+                    if number_type is not None:
+                        python_numbers[i] = number_type
+                    else:
+                        python_numbers.pop(i, None)
+                if modes[i] == ("probe",) and entering[i] is not state[i]:   # traced with a stand-in number
+                    changes[i] = probe_of_a_stand_in(state[i], entering[i], out[i])
+                    continue
                 value, change = body_output(entering[i], out[i], modes[i], names[i], meta)
                 if change is None and i in init and names[i] in meta.get("return_vars", ()) \
                         and dtype_changed(init[i], value):
@@ -194,7 +221,16 @@ def _graph_loop(cond_fn, body_fn, internal, state, names, meta, kind: str, loop_
                 elif modes[i][0] not in ("fixed", "probe"):
                     result.append(value)
                     seen_outs[i] = value
-            changes.update(weak_fixups(state, modes, init, seen_outs, nodes_before))
+            for i, v in seen_outs.items():   # Python numbers the body keeps Python numbers
+                if modes[i] == ("tensor", None) and weak_type(state[i]) is not None:
+                    if stays_python_number(v, current[i], nodes_before):
+                        python_numbers[i] = weak_type(state[i])
+                    else:
+                        python_numbers.pop(i, None)
+            fixups = weak_fixups(state, modes, init, seen_outs, nodes_before)
+            for i in fixups:   # another path gives it an array's dtype
+                python_numbers.pop(i, None)
+            changes.update(fixups)
             if not changes and any(dtype_changed(init[i], v) for i, v in seen_outs.items()):
                 # a dtype change: it may come from a Python number carried at its default dtype, in this
                 # loop or an enclosing one; else the variable takes both dtypes' promotion, as in a cond

@@ -49,6 +49,8 @@ class TraceState:
     writes: list = field(default_factory=list)                # journal of MutableArray writes (arrays.py)
     captures: object = None                                   # the captured state of the trace being built
     trial_builds: int = 0                                     # depth of builds thrown away whatever happens
+    # id(tensor) -> (tensor, Python type): tensors that stand for a Python number (leaves.weak_type)
+    weak_numbers: dict = field(default_factory=dict)
 
     def innermost_loop(self) -> LoopFrame | None:
         return self.loops[-1] if self.loops else None
@@ -77,7 +79,10 @@ class tracing:
     """
 
     def __enter__(self) -> None:
-        trace_state().tracing += 1
+        state = trace_state()
+        if not state.tracing:
+            state.weak_numbers.clear()   # (of an earlier trace's graph)
+        state.tracing += 1
 
     def __exit__(self, exc_type, exc, tb) -> None:
         state = trace_state()
