@@ -21,7 +21,7 @@ gets, through `resolve`:
 """
 from __future__ import annotations
 
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
 
 import numpy as np
@@ -34,6 +34,7 @@ from graph import shapes as _sh
 from graph.control_flow.contexts import CondState, WhileContext
 from graph.control_flow.stack import add_popped_value, add_pushed_value, stack_new, stack_pop
 from graph.core import Node, Tensor, route
+from graph.devices import canonical_device
 from graph.errors import GraphError
 from graph.op_registry import get_opdef
 from graph.ops.conversion import constant
@@ -67,7 +68,8 @@ class GradState:
         self._record_of: dict[WhileContext, LoopRecord] = {}
         self._counter_index: dict[Tensor, LoopRecord] = {}
         self._pops: dict[Tensor, Tensor] = {}
-        self._saves: dict = {}   # forward context -> (its StackPush, the StackPop in its mirror)
+        # (forward context, device) -> (its StackPush, the StackPop in its mirror)
+        self._saves: dict = {}
         self._invariant: dict[Node, bool] = {}
         self._clones: dict[Node, Node] = {}
         self._shapes: dict[Tensor, Tensor] = {}
@@ -239,18 +241,27 @@ class GradState:
 
     def _popped(self, t: Tensor, ctx) -> Tensor:
         """`t`, saved by the forward iteration and taken back by the backward one. Everything one
-        forward context saves goes in one slot: one push and one pop per iteration in all."""
+        forward context saves on one device goes in one slot: one push and one pop per iteration
+        and device.
+
+        A value the user placed (`graph.device`) is saved on its device, in a stack of that
+        device's values: saving it elsewhere would send it there every forward iteration and
+        back every backward one, and make that device do every push and pop (a loop partitioned
+        by layer would ship each layer's saved activations to one device)."""
         out = self._pops.get(t)
         if out is not None:
             return out
-        batch = self._saves.get(ctx)
+        device = _saving_device(t.node)
+        batch = self._saves.get((ctx, device))
         if batch is None:
             recs = self.records_upto(ctx.frame)
-            handle = self.new_stack("saved in " + ctx.describe())
-            push = self.push(handle, [t], ctx, [r.counter.body for r in recs], name="save")
-            with self.graph.in_context(self._mirror(ctx)):
-                (out,) = stack_pop(handle, [r.index for r in recs], [t.dtype], [t.shape], name="saved")
-            self._saves[ctx] = (push, out.node)
+            # a device scope overrides the colocation with the gradient rule that asked first
+            with self.graph.device(device) if device else nullcontext():
+                handle = self.new_stack("saved in " + ctx.describe())
+                push = self.push(handle, [t], ctx, [r.counter.body for r in recs], name="save")
+                with self.graph.in_context(self._mirror(ctx)):
+                    (out,) = stack_pop(handle, [r.index for r in recs], [t.dtype], [t.shape], name="saved")
+            self._saves[(ctx, device)] = (push, out.node)
         else:
             push, pop = batch
             add_pushed_value(push, t)
@@ -312,6 +323,22 @@ class GradState:
         if gs is None:
             gs = self.gradient_stacks[stack] = GradientStack(self.new_stack("gradient_of_" + stack.name))
         return gs
+
+
+def _saving_device(node: Node, limit: int = 16) -> str:
+    """The device to save `node`'s value on: its own, where the user placed it; else that of the
+    nearest placed producer (a loop variable's Switch is unplaced, but the value it carries comes from
+    its NextIteration's placed input, and dist.place puts it there); "" where none of the nearest
+    `limit` producers is placed (dist.place then decides, with the gradient rule that asked first)."""
+    seen, todo = {node}, [node]
+    for n in todo:  # breadth first, growing as it goes
+        if n.device:
+            return canonical_device(n.device)
+        for t in n.inputs:
+            if t.node not in seen and len(seen) < limit:
+                seen.add(t.node)
+                todo.append(t.node)
+    return ""
 
 
 class GradientStack:
