@@ -34,6 +34,7 @@ import numpy as np
 from graph.core import Graph, Node
 from graph.node import Tensor
 from graph.ops.communication import CONTROL_DUMMY
+from graph.printing import format_node
 
 _BOOL = np.dtype(bool)
 
@@ -54,6 +55,16 @@ class Partitioned:
     def tensor(self, t: Tensor) -> Tensor:
         """The copy of original tensor `t`."""
         return self.copies[t.node].outputs[t.index]
+
+    def __str__(self) -> str:
+        """Each device's nodes, one per line as `Graph.__str__` prints them (Send and Recv included)."""
+        out = []
+        for device in self.devices:
+            nodes = self.nodes_on(device)
+            cut = sum(n.op in ("Send", "Recv") for n in nodes)
+            out.append(f"# {device}: {len(nodes)} nodes, {cut} Send/Recv")
+            out.extend(format_node(n) for n in nodes)
+        return "\n".join(out)
 
 
 def partition(graph: Graph, placement: dict[Node, str], nodes: list[Node] | None = None,

@@ -138,6 +138,8 @@ def test_one_send_per_tensor_and_destination():
     assert sorted(n.attrs["recv_device"] for n in sends) == ["/task:0/cpu:1", "/task:0/cpu:2"]
     control = [n for n in parts.graph.nodes if n.op == "Recv" and n.attrs["tensor_name"] == "^" + y.node.name]
     assert len(control) == 1 and parts.copies[c.node].control_inputs == control
+    listing = str(parts)
+    assert "# /task:0/cpu:2: " in listing and "= Recv[" in listing
     sess = Session(g)
     assert within(20, sess.run, [a, b, c, d], {x: 1.0}) == [4.0, 6.0, 4.0, 1.0]
     assert any(isinstance(p, DevicesPlan) for p in sess._plans.values())
