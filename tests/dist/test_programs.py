@@ -23,7 +23,7 @@ def _check_equal(got, env, out, what):
     assert got["n"] == len(out)
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(P.programs, P.inputs, seeds)
 def test_partitioned_programs_match_python(program, values, seed):
     env, out = P.run_python(program, values)
@@ -55,7 +55,7 @@ def _loss_and_gradients(prog, x0, w0, par, seed):
     return got, sess
 
 
-@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(GP.programs(depth=2), vec, vec, st.sampled_from([1, 2, 32]), seeds)
 def test_partitioned_gradients_match_one_device(prog, x0, w0, par, seed):
     want, _ = _loss_and_gradients(prog, x0, w0, par, None)
