@@ -241,7 +241,8 @@ class Function:
         """The default memory policy of the loops a trace builds (in the default graph)."""
         if self.memory_policy is None:
             return contextlib.nullcontext()
-        return graph.loop_memory_policy(*self.memory_policy)
+        policy, every = self.memory_policy
+        return graph.loop_memory_policy(policy, every if policy == "recompute" else None)
 
     # -- calling -----------------------------------------------------------------------------
     def __get__(self, obj, objtype=None):

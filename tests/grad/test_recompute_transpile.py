@@ -117,3 +117,24 @@ def test_a_training_step_trains_alike_under_each_policy():
     assert losses["keep", None][2] < losses["keep", None][0]
     for key in (("recompute", 1), ("recompute", 4)):
         np.testing.assert_allclose(losses[key], losses["keep", None], rtol=1e-12)
+
+
+@pytest.mark.parametrize("policy", ["keep", "swap", "recompute"])
+def test_every_policy_is_taken_by_the_decorator_and_by_loop_options(policy):
+    """Each policy without checkpoint_every, as users write it (the decorator's and loop_options' defaults)."""
+    def in_body(w, n):
+        h = w
+        i = 0
+        while i < n:
+            transpile.loop_options(memory_policy=policy)
+            h = np.tanh(h * w + 0.5)
+            i += 1
+        return grad.gradients(np.sum(h * h), [w])[0]
+
+    def step(w, n):
+        return grad.gradients(flat_loss(w, n), [w])[0]
+    w = np.array([0.3, -0.2, 0.7])
+    want = transpile.function(step)(w, 4)
+    for f in (transpile.function(step, memory_policy=policy), transpile.function(in_body)):
+        np.testing.assert_allclose(f(w, 4), want, rtol=1e-12, atol=1e-12)
+        assert set(_policies(f, w, 4).values()) == {(policy, 1)}

@@ -41,6 +41,7 @@ def loop_options(maximum_iterations: int | None = None, memory_policy: str | Non
     if frame is None or not frame.staged:
         return
     if policy is not None:
-        graph.set_memory_policy(*policy)
+        name, every = policy
+        graph.set_memory_policy(name, every if name == "recompute" else None)
     if maximum_iterations is not None:
         graph.set_iteration_limit(maximum_iterations)
