@@ -214,6 +214,7 @@ class _Run:
         ready, completions, pool = self.ready, self.completions, self.pool
         deliver, maybe_finish = self.deliver, self._maybe_finish
         comm, rendezvous = plan.comm, self.rendezvous
+        take = getattr(rendezvous, "take", None)  # a value already there, without a callback (optional)
         inflight = 0
         error = None
         i = it = None  # the node and iteration being fired, for a Ctrl-C's message
@@ -322,11 +323,14 @@ class _Run:
                     except Exception as e:
                         error = (i, it, e)
                         break
-                elif k == RECV:  # asynchronous: the value comes back through `completions`
-                    inflight += 1
-                    rendezvous.recv(comm[i] + (it.tag if it.tag is not None else _tag(it)),
-                                    _on_received(completions, i, it))
-                    continue  # stays outstanding until its completion is processed
+                elif k == RECV:  # asynchronous: the value comes back through `completions`, unless it is there
+                    key = comm[i] + (it.tag if it.tag is not None else _tag(it))
+                    got = take(key) if take is not None else None
+                    if got is None:
+                        inflight += 1
+                        rendezvous.recv(key, _on_received(completions, i, it))
+                        continue  # stays outstanding until its completion is processed
+                    queued = deliver(cons[i], got[0], got[1], it)
                 else:  # ASYNC: a heavy kernel, for the pool
                     if dead:
                         queued = deliver(cons[i], None, True, it)

@@ -110,6 +110,13 @@ class LocalRendezvous(Rendezvous):
         else:
             callback(*got)
 
+    def take(self, key: str) -> tuple | None:
+        """(value, is_dead) if `key` was sent and not yet received, consuming it; else None (then `recv`).
+        Optional in the protocol: the executor uses it, where a transport has it, to skip the callback
+        when the value is already there."""
+        with self._lock:
+            return self._sent.pop(key, None)
+
     def abort(self, error: BaseException) -> None:
         with self._lock:
             if self._error is not None:

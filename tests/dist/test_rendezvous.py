@@ -100,3 +100,15 @@ def test_keys_name_the_iteration():
     a = rendezvous_key("/task:0/cpu:0", "/task:1/cpu:0", "add:0", frame_tag([("outer", 1), ("inner", 0)]))
     b = rendezvous_key("/task:0/cpu:0", "/task:1/cpu:0", "add:0", frame_tag([("outer", 0), ("inner", 1)]))
     assert a != b
+
+
+def test_take_is_an_optional_recv_of_a_value_already_there(rv):
+    if not hasattr(rv, "take"):
+        pytest.skip("this transport has no take")
+    assert rv.take("k") is None
+    rv.send("k", 3, False)
+    assert rv.take("k") == (3, False)
+    assert rv.take("k") is None  # consumed
+    got, cb = _collector()
+    rv.recv("k2", cb)
+    assert rv.take("k2") is None  # a waiting recv is not a value
