@@ -13,6 +13,8 @@ Protocol (`Rendezvous`):
   the value is consumed.
 - `abort(error)` fails the run: every pending recv, and every later one, gets
   `callback(Aborted(error), True)`. Later sends are dropped. The first abort's error is kept.
+- `take(key)` (optional) returns (value, is_dead) if the value is already there, consuming it,
+  else None; the executor then calls `recv`. It saves a callback where Sends run ahead.
 
 Keys are strings built by `rendezvous_key(send_device, recv_device, tensor_name, frame_tag)`;
 the frame tag (`frame_tag`) names the dynamic iteration the Send and the Recv run in: the
