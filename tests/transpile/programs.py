@@ -11,7 +11,7 @@ stays bounded, so plain Python always finishes.
 
 `extended=True` adds the constructs that once gave wrong results or failed on
 valid code: Python numbers that accumulate other dtypes in nested loops (`c = 0`
-summing floats, `s = 0.0` summing float32 items), a nested dict changed in
+summing floats, `s = 0.0` halved and summing float32 items), a nested dict changed in
 branches and loops, `acc` read in the loops that append to it (`len(acc)`,
 `acc[-1]`, `for e in acc`), `and`/`or` on an int (`m`) used as a truth value,
 functions defined in the program with their own returns, loops over a Python
@@ -112,8 +112,9 @@ class _Gen:
                 lambda: "b = b * 0.5 + 1.0 if m and a > 2 else b",
             ]
             options += [lambda name=name: f"b = b + weights[{name}]" for name in scope if name in self.static]
-            if scope:  # in a loop, which carries `s` as float32 from its start (see the README's limits)
-                options.append(lambda: f"s = s + w[{self.k(0, 2)}]")
+            # `s = 0.0` a Python float that branches and loops may keep one (halved) before float32 items
+            # make it float32, as numpy's weak scalars do
+            options += [lambda: "s = s * 0.5", lambda: f"s = s + w[{self.k(0, 2)}]"]
         return self.pick(options)()
 
     def block(self, indent: int, depth: int, loop: str | None, scope: tuple, iterating_v=False) -> list[str]:
