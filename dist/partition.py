@@ -203,7 +203,7 @@ class _Partitioner:
             raise ValueError(f"partition: {frame.describe()} has nodes on {device} but its LoopCond or Enters "
                              "are not among the nodes being partitioned")
         parent = frame.outer.frame if frame.outer is not None else None
-        source = frame.source if hasattr(frame, "source") else None
+        source = getattr(frame, "source", None)  # the user's line of the loop
         if parent is None:
             start = self._root_const(device)
         else:

@@ -30,7 +30,6 @@ class DevicesPlan:
     num_fetches: int
     partitioned: object  # dist.Partitioned: the partitioned graph, for printing and tests
     uses_pool: bool = False
-    recurrence: frozenset = frozenset()
 
     @property
     def devices(self) -> list[str]:
