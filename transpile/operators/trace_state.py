@@ -87,6 +87,8 @@ class tracing:
     def __exit__(self, exc_type, exc, tb) -> None:
         state = trace_state()
         state.tracing -= 1
+        if not state.tracing:
+            state.weak_numbers.clear()   # its tensors (and their graph) are not kept alive
         if isinstance(exc, UncatchableError) and not state.tracing:
             raise exc.error.with_traceback(tb) from None
 
