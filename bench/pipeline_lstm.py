@@ -26,7 +26,9 @@ Reported per variant: the median step time and steps/s, the CPU time per step (a
 cores the step kept busy (CPU time / wall time), and "other cores": the mean number of cores other
 processes used while it was timed. `speedup_2_devices` is "1 device" time / "2 devices" time;
 `gil_parallelism` is how much faster two threads run the layer's matmul than one (2.0: fully
-parallel). Ends with one line `BENCH_JSON: {...}`.
+parallel; a busy machine lowers it), and `gil_pause_ms` the longest a Python loop stopped while another
+thread ran a large matmul (small next to the matmul's time: numpy releases the GIL in it, which load
+cannot fake). Ends with one line `BENCH_JSON: {...}`.
 
 Usage: python bench/pipeline_lstm.py [--hidden 512] [--batch 64] [--seq 50] [--rounds 5] [--no-mpi] [--quick]
 """
@@ -139,6 +141,31 @@ def gil_parallelism(args, seconds: float = 1.0) -> float:
     return one_thread / two_threads
 
 
+def longest_gil_pause() -> tuple[float, float]:
+    """(the longest pause of a Python loop while another thread runs one large matmul, the matmul's
+    time): a matmul that held the GIL would stop the loop for all of it; one that releases it stops
+    the loop only for thread switches. Unlike gil_parallelism, other processes' load cannot fake it."""
+    big = np.ones((2048, 2048), np.float32)
+    done = threading.Event()
+    took = []
+
+    def work():
+        t0 = time.perf_counter()
+        big @ big
+        took.append(time.perf_counter() - t0)
+        done.set()
+    with blas.single_threaded():
+        t = threading.Thread(target=work)
+        last = time.perf_counter()
+        pause = 0.0
+        t.start()
+        while not done.is_set():
+            now = time.perf_counter()
+            pause, last = max(pause, now - last), now
+        t.join()
+    return pause, took[0]
+
+
 # ----------------------------------------------------------------------------- the MPI job
 
 def mpi_child(args) -> None:
@@ -219,6 +246,9 @@ def main() -> None:
           f"load average {load_before[0]:.1f}; numpy {np.__version__}, BLAS threads per call 1")
     gil = gil_parallelism(args)
     print(f"two threads run the layer's matmul {gil:.2f}x as fast as one (2.0: the GIL is released, 2 free cores)")
+    pause, matmul_s = longest_gil_pause()
+    print(f"a Python loop paused at most {pause * 1e3:.1f} ms while another thread ran a {matmul_s * 1e3:.0f} ms matmul "
+          "(numpy releases the GIL in it: a held GIL would pause it for the whole matmul)")
 
     steps = {}
     results = {name: {"losses": [], "walls": [], "cpus": [], "other": []} for name in VARIANTS}
@@ -310,7 +340,8 @@ def main() -> None:
            "executor_cpu_ms": {"1 device": round(one_cpu * 1e3, 1), "2 devices": split},
            "speedup_2_mpi_ranks": (round(rows["1 device"]["step_ms"] / rows[MPI_VARIANT]["step_ms"], 3)
                                    if MPI_VARIANT in rows else None),
-           "gil_parallelism": round(gil, 3), "load_average": [round(load_before[0], 2), round(load_after[0], 2)],
+           "gil_parallelism": round(gil, 3), "gil_pause_ms": round(pause * 1e3, 2),
+           "gil_pause_matmul_ms": round(matmul_s * 1e3, 1), "load_average": [round(load_before[0], 2), round(load_after[0], 2)],
            "cpu_count": os.cpu_count(), "python": platform.python_version(), "variants": rows}
     print("BENCH_JSON: " + json.dumps(out))
 
