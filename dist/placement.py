@@ -15,6 +15,12 @@ A node the user placed (built inside a `graph.device(...)` scope) keeps that dev
 2. A group still unplaced takes the device of its inputs' producers (the first one placed), else
    of its consumers, repeated until nothing changes: values stay where they are made.
 3. What is left (a graph with no placement at all) goes to `default_device`.
+4. Host memory, as TensorFlow keeps it: a group placed on a GPU whose every node gives only bool
+   or integer scalars (a loop counter's Enter/Merge/Switch/NextIteration/Exit, its increment, the
+   predicate and its LoopCond, integer constants) runs on the CPU of the same task, so control
+   flow reads its predicates and counters in host memory and a loop copies nothing per
+   iteration for them (exec/device/transfer.py). A TensorArray's group goes there too: its
+   kernels keep their elements in host lists, so values written from a GPU cross by copies.
 
 The result is a dict node -> canonical device name ("/task:0/cpu:1"). The graph is not changed.
 """
@@ -22,7 +28,7 @@ from __future__ import annotations
 
 from graph import dtypes as _dt
 from graph.core import Graph, Node
-from graph.devices import UNPLACED, canonical_device
+from graph.devices import UNPLACED, DeviceSpec, canonical_device, parse_device
 from graph.errors import GraphError
 
 DEFAULT_DEVICE = "/task:0/cpu:0"
@@ -50,7 +56,30 @@ def place(graph: Graph, nodes: list[Node] | None = None, default_device: str = D
             groups.join(n, fwd, "a gradient node and the node it differentiates", hard=False)
     _propagate(nodes, groups)
     default = canonical_device(default_device)
-    return {n: groups.device(n) or default for n in nodes}
+    placed = {n: groups.device(n) or default for n in nodes}
+    _host_memory_to_cpu(nodes, groups, placed)
+    return placed
+
+
+def _host_memory_to_cpu(nodes: list[Node], groups: "_Groups", placed: dict) -> None:
+    """Rule 4: groups on a GPU whose nodes all give bool or integer scalars, and TensorArrays, go to that
+    task's CPU."""
+    members: dict[Node, list[Node]] = {}
+    for n in nodes:
+        if parse_device(placed[n]).type == "gpu":
+            members.setdefault(groups.find(n), []).append(n)
+    for group in members.values():
+        if all(_host_memory(n) for n in group) or any(n.op.startswith("TensorArray") for n in group):
+            spec = parse_device(placed[group[0]])
+            host = str(DeviceSpec("cpu", 0, spec.job, spec.task))
+            for n in group:
+                placed[n] = host
+
+
+def _host_memory(n: Node) -> bool:
+    """Whether every output of `n` is a bool or integer scalar (a node with none is not)."""
+    return bool(n.outputs) and all(
+        t.dtype is not _dt.variant and t.dtype.kind in "biu" and t.shape == () for t in n.outputs)
 
 
 def _must_share(n: Node, first_use: dict):

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from queue import SimpleQueue
 
 from exec import executor
+from exec.device.transfer import DeviceRendezvous
 from exec.plan import Plan, build_plan, prune
 from exec.rendezvous import LocalRendezvous, Rendezvous
 from graph.devices import UNPLACED, canonical_device
@@ -30,33 +31,38 @@ class DevicesPlan:
     num_fetches: int
     partitioned: object  # dist.Partitioned: the partitioned graph, for printing and tests
     uses_pool: bool = False
+    copies: dict | None = None  # the last run's copies between the host and the session's device, per direction
 
     @property
     def devices(self) -> list[str]:
         return [part[0] for part in self.parts]
 
 
-def plan_run(graph, fetches, targets, feeds, rt, use_pool: bool, partition) -> Plan | DevicesPlan:
+def plan_run(graph, fetches, targets, feeds, rt, use_pool: bool, partition, device=None) -> Plan | DevicesPlan:
     """A Plan (exec/plan.py) when the nodes the run needs are on one device (or none is placed), else a
-    DevicesPlan. `partition(graph, nodes, fed)` returns a dist.Partitioned of `nodes`."""
+    DevicesPlan. `partition(graph, nodes, fed)` returns a dist.Partitioned of `nodes`. `device` (the
+    session's exec.device.Device): the part placed on its name runs its kernels there; a run with a
+    node placed there is always partitioned, so that host-memory nodes go to the host's CPU."""
     fed = {t.node for t in feeds}
     nodes = prune([t.node for t in fetches] + list(targets), fed)
     devices = {canonical_device(n.device) for n in nodes if n.device != UNPLACED}
-    if len(devices) <= 1:
+    on_device = canonical_device(device.name) if device is not None else None
+    if len(devices) <= 1 and on_device not in devices:
         return build_plan(graph, fetches, targets, feeds, rt, use_pool=use_pool)
     nodes = _with_loop_predicates(graph, nodes, fed)
     parted = partition(graph, nodes, fed)
     placement = parted.placement
     parts = []
     fed_here = [k for k, t in enumerate(feeds) if t.node in parted.copies]  # the others feed pruned nodes
-    for device in parted.devices:
-        mine = [(k, parted.tensor(t)) for k, t in enumerate(fetches) if placement[t.node] == device]
-        device_targets = [parted.copies[n] for n in targets if placement[n] == device] + parted.sends.get(device, [])
+    for part_device in parted.devices:
+        mine = [(k, parted.tensor(t)) for k, t in enumerate(fetches) if placement[t.node] == part_device]
+        device_targets = [parted.copies[n] for n in targets if placement[n] == part_device] \
+            + parted.sends.get(part_device, [])
         if not mine and not device_targets:
             continue
         plan = build_plan(parted.graph, [t for _, t in mine], device_targets, [parted.tensor(feeds[k]) for k in fed_here],
-                          rt, use_pool=use_pool)
-        parts.append((device, plan, [k for k, _ in mine], fed_here))
+                          rt, use_pool=use_pool, device=device if part_device == on_device else None)
+        parts.append((part_device, plan, [k for k, _ in mine], fed_here))
     return DevicesPlan(parts, len(fetches), parted, uses_pool=any(part[1].uses_pool for part in parts))
 
 
@@ -102,7 +108,14 @@ def execute(plan, feed_values: list, pool=None, rendezvous: Rendezvous | None = 
 
     def run(device_plan: Plan, indices: list[int], fed: list[int]) -> None:
         try:
-            out = executor.execute(device_plan, [feed_values[k] for k in fed], pool, rendezvous)
+            dev = device_plan.device
+            if dev is None:
+                out = executor.execute(device_plan, [feed_values[k] for k in fed], pool, rendezvous)
+            else:  # a device's partition: what crosses to the host is copied on its copy streams
+                seen = DeviceRendezvous(rendezvous, dev)
+                out = executor.execute(device_plan, [feed_values[k] for k in fed], pool, seen)
+                out = [dev.download(v) for v in out]
+                plan.copies = seen.copies
         except BaseException as e:  # noqa: BLE001  (the first failure is raised by the calling thread)
             rendezvous.abort(e)  # a no-op when the executor aborted with it already
             return

@@ -9,7 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from exec.branches import plan_skipping
-from exec.devices import check_local
+from exec.device.kernels import device_kernel, runs_on_device
+from exec.devices import canonical_device, check_local
 from exec.donation import donatable_slot, exclusive_inputs
 from exec.kernels import HEAVY_OPS, INPLACE, get_inplace_kernel, get_kernel
 from exec.node_kinds import (
@@ -74,6 +75,7 @@ class Plan:
     cond_switches: dict = field(default_factory=dict)  # COND_SWITCH -> (branch ids, dead consumers outside)
     guards: dict = field(default_factory=dict)       # TO_GUARDED/TO_PRED destination -> ids of branches holding it
     comm: dict = field(default_factory=dict)         # Send/Recv -> its rendezvous key but the frame tag
+    device: object = None                            # the exec.device.Device its kernels run on (None: host)
 
 
 def prune(fetch_nodes: list[Node], fed: set) -> list[Node]:
@@ -94,8 +96,11 @@ def prune(fetch_nodes: list[Node], fed: set) -> list[Node]:
 
 
 def build_plan(graph, fetches: list[Tensor], targets: list[Node], feeds: list[Tensor], rt,
-               use_pool: bool) -> Plan:
+               use_pool: bool, device=None) -> Plan:
+    """The plan of a run; `device` (an exec.device.Device): the nodes are its partition, whose kernels
+    run on it (exec/device/kernels.py)."""
     fed_nodes = {t.node for t in feeds}
+    device_name = canonical_device(device.name) if device is not None else None
     for t in feeds:
         if len(t.node.outputs) != 1:
             raise ValueError(f"can only feed single-output nodes; {t.name} is output {t.index} of "
@@ -119,7 +124,7 @@ def build_plan(graph, fetches: list[Tensor], targets: list[Node], feeds: list[Te
             fn[i] = _identity
             plan.feeds.append((i, feed_index[n]))
             continue
-        check_local(n)
+        check_local(n, device_name)
         k = _kind(n)
         kind[i] = k
         if k not in SINGLE_OUTPUT_KINDS:
@@ -167,6 +172,8 @@ def build_plan(graph, fetches: list[Tensor], targets: list[Node], feeds: list[Te
         entries.append((k, -1, TO_FETCH))
     _split_invariant_edges(plan)
     _donate(plan, rt, fed_nodes)
+    if device is not None:
+        _on_device(plan, device, fed_nodes)
     for i in range(n_nodes):
         if kind[i] not in SINGLE_OUTPUT_KINDS and len(nodes[i].outputs) > 2:
             _port_list(plan, i, len(nodes[i].outputs) - 1)  # every port gets a (maybe empty) list
@@ -184,6 +191,14 @@ def build_plan(graph, fetches: list[Tensor], targets: list[Node], feeds: list[Te
         heavy = [k == ASYNC for k in kind]
         plan.recurrence = frozenset(i for i, r in enumerate(on_main_recurrence(nodes, _successors(plan), heavy)) if r)
     return plan
+
+
+def _on_device(plan: Plan, device, fed: set) -> None:
+    """The kernels of the device's partition run on it (exec/device/kernels.py)."""
+    plan.device = device
+    for i, node in enumerate(plan.nodes):
+        if plan.kind[i] in (NORMAL, MULTI, ASYNC) and node not in fed and runs_on_device(node):
+            plan.fn[i] = device_kernel(node, plan.fn[i], device, donated=i in plan.donated)
 
 
 def _successors(plan: Plan) -> list[list[int]]:

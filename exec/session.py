@@ -51,8 +51,10 @@ class Session:
     `device` (an exec.device.Device, e.g. `SimulatedDevice(memory_limit=...)`) keeps the values
     loops save for their gradients (stack slots) in its memory, accounted against its limit, and
     swaps them to host memory under `memory_policy`: "keep" swaps the loops built with
-    `swap_memory=True`, "swap" every loop's (exec/device/swapping.py). Kernels still run on the
-    host's numpy (docs/design.md, "Devices").
+    `swap_memory=True`, "swap" every loop's (exec/device/swapping.py). The nodes placed on its
+    name (`with graph.device("/gpu:0"):`) compute on it, with its array module; integer and bool
+    scalars (loop counters, predicates) stay on the host, and the values that cross are copied on
+    its copy streams (docs/design.md, "Devices"). Every other node runs on the host's numpy.
     """
 
     def __init__(self, graph: Graph | None = None, inter_op_threads: int = 2, out=None, mode: str = "auto",
@@ -146,7 +148,7 @@ class Session:
             self.graph.validate()
             # a graph whose nodes name several devices is partitioned, one plan per device (exec/multi_device.py)
             plan = plan_run(self.graph, tensors, targets, feeds, self.runtime, use_pool=self.inter_op_threads > 0,
-                            partition=_partition)
+                            partition=_partition, device=self.device)
             if len(self._plans) > 64:
                 self._plans.clear()
                 self._programs.clear()

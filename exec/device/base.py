@@ -245,6 +245,21 @@ class Device:
     def streams(self) -> tuple:
         return (self.compute, self.h2d, self.d2h)
 
+    # -- values of kernels that run on the device (exec/device/kernels.py) -------------------
+    def upload(self, array):
+        """A host numpy array that a kernel on this device reads (a constant, a fed value) as an array of
+        its `xp`, made on the compute stream. The simulated device's arrays are numpy: itself."""
+        return array
+
+    def holds(self, value) -> bool:
+        """Whether `value`, a value computed by a kernel of this device's partition, is in device memory
+        (so that the host reads it through a copy). On the simulated device every array is."""
+        return isinstance(value, (np.ndarray, np.generic))
+
+    def download(self, value):
+        """A device value as a numpy value, once the run is over (a fetch): waits for the compute stream."""
+        return value
+
     # -- what subclasses provide ---------------------------------------------------------------
     def _uploads(self, array) -> bool:
         """Whether `adopt` must copy `array` onto the device (a host array on a real device)."""

@@ -8,9 +8,10 @@ poller thread that queries the events of the callbacks waiting (CUDA's own host 
 may not call CUDA, and a callback here frees buffers). Memory is accounted against
 `memory_limit` as on the simulated device (default: the GPU's free memory at creation).
 
-The host kernels are numpy, so a value saved on this device is uploaded on the compute
-stream when it is saved and downloaded when it is popped; kernels on CuPy arrays are not
-done yet (docs/design.md, "Devices").
+The nodes a session places on this device run the numpy kernels on CuPy arrays, launched on
+the compute stream (exec/device/kernels.py); a value saved from the host's kernels is uploaded
+on the compute stream when it is saved and downloaded when it is popped (docs/design.md,
+"Devices").
 """
 from __future__ import annotations
 
@@ -137,6 +138,21 @@ class CupyDevice(Device):
 
     def _uploads(self, array) -> bool:
         return isinstance(array, np.ndarray)
+
+    def upload(self, array):
+        with self.gpu, self.compute.cs:
+            return cp.asarray(array)
+
+    def holds(self, value) -> bool:
+        return isinstance(value, cp.ndarray)
+
+    def download(self, value):
+        if not isinstance(value, cp.ndarray):
+            return value
+        with self.gpu:
+            out = value.get(stream=self.compute.cs)
+        self.compute.cs.synchronize()
+        return out[()] if out.ndim == 0 else out
 
     def _empty(self, shape, dtype):
         with self.gpu:
