@@ -40,14 +40,13 @@ RUNNER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "deploy_runner
 def sample_line(m: rnn.LSTM, first, noise, newline, temperature):
     """Characters drawn from the model after character `first` (shape (1,)), one per row of Gumbel noise
     ([max_chars, vocabulary]), until a newline is drawn or the noise runs out."""
-    h = np.zeros((1, m.n_hidden), np.float32)
-    c = np.zeros((1, m.n_hidden), np.float32)
+    hs, cs = m.zero_state(1)
     x = first
     chars = []
     for g in noise:
-        h, c = rnn.lstm_cell(m.embedding[x], h, c, m.Wx, m.Wh, m.b)
+        hs, cs = m.step(m.embed(x), hs, cs)
         # Gumbel-max: argmax(logits + Gumbel noise) is a draw from softmax(logits)
-        x = np.argmax((h @ m.Wy + m.by) / temperature + g, axis=-1)
+        x = np.argmax(m.read_out(hs[-1]) / temperature + g, axis=-1)
         chars.append(x[0])
         if x[0] == newline:
             break
