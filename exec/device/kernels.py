@@ -10,7 +10,8 @@ such arrays to CuPy (the `__array_function__` and `__array_ufunc__` protocols): 
 kernels with the array module swapped". A few kernels read their input as a numpy array
 (`np.asarray`) to pick a dtype; `DEVICE_KERNELS` has their device versions, written with `xp`.
 A kernel that still needs a numpy array fails with a TypeError naming the node, its line and
-the device, saying to place the node on the host.
+the device, saying to place the node on the host. A floating-point constant is uploaded once,
+when the plan is built (the plan binds it into its consumers' inputs).
 """
 from __future__ import annotations
 
@@ -76,6 +77,16 @@ def _fill(xp):
     return fill
 
 
+# reductions through xp's functions rather than numpy's ufunc.reduce, which an array module need not serve
+_REDUCTIONS = {"Sum": "sum", "Prod": "prod", "Max": "max", "Min": "min", "Any": "any", "All": "all",
+               "Mean": "mean", "ArgMax": "argmax", "ArgMin": "argmin"}
+
+
+def _reduce(node, xp):
+    fn, axis, keepdims = getattr(xp, _REDUCTIONS[node.op]), node.attrs["axis"], node.attrs["keepdims"]
+    return lambda x: fn(x, axis=axis, keepdims=keepdims)
+
+
 # op -> factory(node, xp) of the kernel that runs on the device's arrays, for the kernels whose numpy
 # version converts its input with np.asarray (which a device array refuses)
 DEVICE_KERNELS = {
@@ -87,6 +98,7 @@ DEVICE_KERNELS = {
     "OnesLike": _like,
     "SumToShape": lambda node, xp: _sum_to_shape(xp),
     "Fill": lambda node, xp: _fill(xp),
+    **{op: _reduce for op in _REDUCTIONS},
 }
 
 
@@ -109,6 +121,11 @@ def device_kernel(node, fn, device, donated: bool = False):
     if make is not None and not donated:
         fn = make(node, xp)
     upload = device.upload if xp is not np else None
+    if node.op == "Const" and upload is not None:
+        value = fn()
+        if isinstance(value, np.ndarray) and value.dtype.kind in "fc":  # data: uploaded once, when the plan is built
+            uploaded = upload(value)
+            return lambda: uploaded
     enqueue = device.compute.enqueue
     label = f"{node.op} {node.name}"
 

@@ -2,6 +2,8 @@
 the host are copied on its copy streams (exec/device/transfer.py), and host-memory nodes (counters,
 predicates) run on the host: random programs and gradients give what they give on the CPU, on the
 simulated device, on CupyDevice over the numpy stand-in for CuPy, and on a GPU where cupy sees one."""
+import time
+
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -97,6 +99,15 @@ def test_a_gpu_value_read_by_the_host_each_iteration_is_copied_once_per_iteratio
     assert _devices_plan(sess).copies["d2h"] == 5  # x, once an iteration
 
 
+def _wait_for(condition, seconds: float = 10.0) -> None:
+    """Until `condition()` holds: a copy's callback runs on a device thread (CupyDevice's poller) after
+    its event completes, so synchronizing the streams does not wait for it."""
+    end = time.monotonic() + seconds
+    while not condition():
+        assert time.monotonic() < end, "a copy's completion callback never ran"
+        time.sleep(0.001)
+
+
 def _strip(g):
     for m in g.nodes:
         m.device = ""
@@ -129,7 +140,7 @@ def test_the_send_of_a_device_value_waits_for_its_producer(kind):
     rv.send("a;b;t:0;", value, False)
     got = []
     inner.recv("a;b;t:0;", lambda v, dead: got.append(v))
-    device.synchronize()
+    _wait_for(lambda: got)
     np.testing.assert_array_equal(got[0], np.arange(5.0))
     assert rv.copies == {"d2h": 1, "h2d": 0}
 
@@ -194,7 +205,7 @@ def test_a_received_value_reaches_the_kernels_through_an_h2d_copy(kind):
     inner.send("a;b;t:0;", np.arange(4.0), False)
     inner.send("a;b;i:0;", np.int64(3), False)  # a host-memory value: no copy
     rv.recv("a;b;i:0;", lambda v, dead: got.setdefault("i", (v, dead)))
-    device.synchronize()
+    _wait_for(lambda: len(got) == 2)
     assert rv.copies == {"d2h": 0, "h2d": 1}
     assert device.holds(got["t"][0]) and not got["t"][1]
     np.testing.assert_array_equal(device.download(got["t"][0]), np.arange(4.0))
