@@ -125,7 +125,7 @@ def execute(plan, feed_values: list, pool=None, rendezvous: Rendezvous | None = 
     done: SimpleQueue = SimpleQueue()
     for part in parts[1:]:
         _take_worker().put((run, part[1:], done))
-    waiting = len(parts) - 1
+    waiting = max(len(parts) - 1, 0)  # a process of a multi-process job may run none of the devices
     try:
         if parts:
             run(*parts[0][1:])

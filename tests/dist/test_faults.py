@@ -82,3 +82,22 @@ def test_fetched_dead_value_across_devices_is_an_error_not_a_hang():
     with pytest.raises(RunError, match="dead"):
         within(20, Session(g, inter_op_threads=0).run, y, {p: False, x: 1.0})
     assert within(20, Session(g, inter_op_threads=0).run, y, {p: True, x: 1.0}) == 2.0
+
+
+def test_a_process_that_holds_none_of_the_devices_returns_at_once():
+    """In a multi-process job a rank may host none of a run's devices (they are all on other tasks): its
+    part of the run is empty and must return, leaving the fetches to the ranks that compute them."""
+    from exec import multi_device
+    from exec.multi_device import DevicesPlan
+    g = G.Graph()
+    with g.as_default():
+        x = G.placeholder(np.float64, [], name="x")
+        with G.device("/cpu:0"):
+            y = x * 2.0
+        with G.device("/cpu:1"):
+            z = y + 1.0
+    sess = Session(g)
+    assert within(30, sess.run, z, {x: 1.0}) == 3.0
+    plan = next(p for p in sess._plans.values() if isinstance(p, DevicesPlan))
+    got = within(30, multi_device.execute, plan, [np.float64(1.0)], None, None, set())
+    assert got == [None] * plan.num_fetches
