@@ -1,7 +1,7 @@
 """First-call cost: converting and tracing a function of n simple statements, per statement.
 
-A function of n statements (arithmetic on two arguments, a numpy call, every fourth
-statement a new name, so it has about n/2 names) is converted, traced and called once,
+A function of n statements (arithmetic on two arguments, a numpy call, a new name every
+fourth statement, so it has about n/2 names, and a tensor `if` every 40) is converted, traced and called once,
 for n in --sizes. Reported per size: the median CPU seconds of --repeats conversions, µs
 per statement, the share of the conversion itself (parse, converters, analyses, source)
 against tracing and compiling the graph, and as a baseline Python's own parse and compile
@@ -29,25 +29,31 @@ import transpile  # noqa: E402
 from transpile import conversion  # noqa: E402
 
 
-def source_of(n: int) -> str:
+def source_of(n: int, salt: int = 0) -> str:
+    """`salt` changes the constants: conversions are cached per code object, and code objects of equal
+    source compare equal (whatever their file), so every measurement converts a source of its own."""
     lines = ["def f(x, y):"]
     for i in range(n):
         k = i % 4
         if k == 0:
-            lines.append(f"    a{i} = x * {i % 7 + 1} + y")
+            lines.append(f"    a{i} = x * {i % 7 + 1 + salt} + y")
         elif k == 1:
             lines.append(f"    x = a{i - 1} - x * 0.5")
         elif k == 2:
             lines.append("    y = np.tanh(x) + y")
+        elif i % 40 == 3:  # now and then a tensor `if`: the function must be converted, not only traced
+            lines += ["    if x > y:", "        x = x * 0.5"]
         else:
             lines.append(f"    b{i} = y * x")
     lines.append("    return x + y")
     return "\n".join(lines) + "\n"
 
 
-def function_of(n: int, directory: str):
-    path = os.path.join(directory, f"conversion_bench_{n}.py")  # inspect needs the source in a file
-    src = source_of(n)
+def function_of(n: int, directory: str, tag: str, salt: int):
+    # inspect needs the source in a file; a file of its own per measurement, so that no cache of an
+    # earlier conversion (they are keyed by where the function is defined) serves it
+    path = os.path.join(directory, f"conversion_bench_{n}_{tag}.py")
+    src = source_of(n, salt)
     with open(path, "w") as f:
         f.write(src)
     ns = {"np": np}
@@ -57,21 +63,21 @@ def function_of(n: int, directory: str):
 
 def measure(n: int, repeats: int, directory: str) -> dict:
     totals, converts, pythons = [], [], []
-    for _ in range(repeats):
-        f, src, path = function_of(n, directory)  # a new function object: nothing cached
-        t0 = time.process_time()
-        compile(src, path, "exec")
-        pythons.append(time.process_time() - t0)
-        t0 = time.process_time()
-        conversion.convert_function(f)
-        converts.append(time.process_time() - t0)
-        f, _, _ = function_of(n, directory)
+    for r in range(repeats):
+        f, src, path = function_of(n, directory, f"{r}_total", 2 * r)
         t0 = time.process_time()
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             with np.errstate(all="ignore"):
                 transpile.function(f)(np.float64(0.5), np.float64(0.25))
         totals.append(time.process_time() - t0)
+        t0 = time.process_time()
+        compile(src, path, "exec")
+        pythons.append(time.process_time() - t0)
+        f, _, _ = function_of(n, directory, f"{r}_convert", 2 * r + 1)
+        t0 = time.process_time()
+        conversion.convert_function(f)
+        converts.append(time.process_time() - t0)
     total, convert, python = (statistics.median(v) for v in (totals, converts, pythons))
     return {"statements": n, "total_s": total, "us_per_statement": total / n * 1e6,
             "convert_us_per_statement": convert / n * 1e6, "python_compile_us_per_statement": python / n * 1e6}
