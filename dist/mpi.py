@@ -226,7 +226,11 @@ class MpiTransport:
                 oldest = inflight[0]
             except IndexError:
                 break
-            if not self.MPI.Request.Testall(oldest[0]):
+            try:
+                done = self.MPI.Request.Testall(oldest[0])
+            except self.MPI.Exception:  # a send to a rank that has gone: it never completes, let it go
+                done = True
+            if not done:
                 break
             try:
                 inflight.remove(oldest)
