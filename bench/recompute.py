@@ -40,8 +40,8 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import _procs as P  # noqa: E402
+from _lstm_loop import lstm_step_graph  # noqa: E402
 
-import grad  # noqa: E402
 import graph  # noqa: E402
 from exec import Session  # noqa: E402
 from exec.memory import memory_manager  # noqa: E402
@@ -63,28 +63,8 @@ def make_data(T):
 def build(T, policy, k):
     """The graph, its fetches (loss, gradients) and feeds."""
     Wx0, Wh0, b0, X0, Y0 = make_data(T)
-    g = graph.Graph()
-    with g.as_default():
-        Wx = graph.placeholder(np.float32, (D, 4 * H), name="Wx")
-        Wh = graph.placeholder(np.float32, (H, 4 * H), name="Wh")
-        b = graph.placeholder(np.float32, (4 * H,), name="b")
-        X = graph.placeholder(np.float32, (T, B, D), name="X")
-        Y = graph.placeholder(np.float32, (T, B, H), name="Y")
-
-        def step(t, h, c, loss):
-            z = graph.matmul(graph.gather(X, t), Wx) + graph.matmul(h, Wh) + b
-            i, f, u, o = (z[:, j * H:(j + 1) * H] for j in range(4))
-            c = graph.sigmoid(f) * c + graph.sigmoid(i) * graph.tanh(u)
-            h = graph.sigmoid(o) * graph.tanh(c)
-            err = h - graph.gather(Y, t)
-            return t + 1, h, c, loss + graph.reduce_mean(err * err)
-        zero = graph.constant(np.zeros((B, H), np.float32))
-        opts = {} if policy == "keep" else {"memory_policy": policy, "checkpoint_every": k}
-        _, _, _, total = graph.while_loop(lambda t, h, c, loss: t < T, step,
-                                          (graph.constant(0), zero, zero, graph.constant(np.float32(0))),
-                                          **opts)
-        loss = total / np.float32(T)
-        grads = grad.gradients(loss, [Wx, Wh, b])
+    opts = {} if policy == "keep" else {"memory_policy": policy, "checkpoint_every": k}
+    g, (Wx, Wh, b, X, Y), loss, grads = lstm_step_graph(T, B, D, H, **opts)
     return g, (loss, grads), {Wx: Wx0, Wh: Wh0, b: b0, X: X0, Y: Y0}
 
 

@@ -45,8 +45,8 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import _procs as P  # noqa: E402
+from _lstm_loop import lstm_step_graph  # noqa: E402
 
-import grad  # noqa: E402
 import graph  # noqa: E402
 from exec import RunError, Session  # noqa: E402
 from exec.device import CupyDevice, DeviceOutOfMemory, SimulatedDevice  # noqa: E402
@@ -66,29 +66,10 @@ def build(T, H, B, variant, k):
                 np.zeros(4 * H, np.float32),
                 rng.standard_normal((T, B, D)).astype(np.float32),
                 (rng.standard_normal((T, B, H)) * 0.5).astype(np.float32)]
-    g = graph.Graph()
-    with g.as_default():
-        Wx = graph.placeholder(np.float32, (D, 4 * H), name="Wx")
-        Wh = graph.placeholder(np.float32, (H, 4 * H), name="Wh")
-        b = graph.placeholder(np.float32, (4 * H,), name="b")
-        X = graph.placeholder(np.float32, (T, B, D), name="X")
-        Y = graph.placeholder(np.float32, (T, B, H), name="Y")
-
-        def step(t, h, c, loss):
-            z = graph.matmul(graph.gather(X, t), Wx) + graph.matmul(h, Wh) + b
-            i, f, u, o = (z[:, j * H:(j + 1) * H] for j in range(4))
-            c = graph.sigmoid(f) * c + graph.sigmoid(i) * graph.tanh(u)
-            h = graph.sigmoid(o) * graph.tanh(c)
-            err = h - graph.gather(Y, t)
-            return t + 1, h, c, loss + graph.reduce_mean(err * err)
-        zero = graph.constant(np.zeros((B, H), np.float32))
-        opts = {"swap": {"swap_memory": True}, "keep": {},
-                "recompute": {"memory_policy": "recompute", "checkpoint_every": k}}[variant]
-        _, _, _, total = graph.while_loop(lambda t, h, c, loss: t < T, step,
-                                          (graph.constant(0), zero, zero, graph.constant(np.float32(0))), **opts)
-        loss = total / np.float32(T)
-        grads = grad.gradients(loss, [Wx, Wh, b])
-    return g, [loss, *grads], dict(zip([Wx, Wh, b, X, Y], feeds_np))
+    opts = {"swap": {"swap_memory": True}, "keep": {},
+            "recompute": {"memory_policy": "recompute", "checkpoint_every": k}}[variant]
+    g, placeholders, loss, grads = lstm_step_graph(T, B, D, H, **opts)
+    return g, [loss, *grads], dict(zip(placeholders, feeds_np))
 
 
 class Bench:
