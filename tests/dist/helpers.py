@@ -4,8 +4,15 @@ from __future__ import annotations
 import random
 import threading
 
+import numpy as np
+from hypothesis import strategies as st
+
+import grad
+import graph
+from exec import Session
 from graph import dtypes as _dt
 from graph.control_flow.primitives import CONTROL_FLOW_OPS
+from tests.grad import programs as GP
 
 DEVICES = ("/cpu:0", "/cpu:1", "/task:1/cpu:0")
 
@@ -38,3 +45,22 @@ def within(seconds: float, fn, *args):
     if "error" in box:
         raise box["error"]
     return box["value"]
+
+
+floats = st.floats(-1.5, 1.5, allow_nan=False).map(lambda v: round(v, 3))
+vec = st.tuples(floats, floats).map(lambda t: np.array(t, dtype=np.float64))
+
+
+def loss_and_gradients(prog, x0, w0, par, seed, devices=DEVICES, seconds: float = 30):
+    """((loss, gradients wrt x and w), session) of a tests/grad program run on one device (seed None), or with
+    its forward nodes scattered over `devices` by `seed` (gradients follow their forward nodes)."""
+    g = graph.Graph()
+    with g.as_default():
+        x = graph.placeholder(np.float64, (2,), name="x")
+        w = graph.placeholder(np.float64, (2,), name="w")
+        loss = GP.build_graph(prog, x, w, par)
+        if seed is not None:
+            scatter(g, seed, devices)
+        grads = grad.gradients(loss, [x, w], non_differentiable="ignore")
+    sess = Session(g, inter_op_threads=0, mode="dataflow")
+    return within(seconds, sess.run, (loss, grads), {x: x0, w: w0}), sess

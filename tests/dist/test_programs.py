@@ -5,11 +5,10 @@ import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import grad
 import graph
 from exec import Session
 from exec.multi_device import DevicesPlan
-from tests.dist.helpers import scatter, within
+from tests.dist.helpers import loss_and_gradients, scatter, vec, within
 from tests.exec import programs as P
 from tests.grad import programs as GP
 
@@ -37,29 +36,11 @@ def test_partitioned_programs_match_python(program, values, seed):
         _check_equal(again, env, out, f"partitioned again, par={par}")
 
 
-floats = st.floats(-1.5, 1.5, allow_nan=False).map(lambda v: round(v, 3))
-vec = st.tuples(floats, floats).map(lambda t: np.array(t, dtype=np.float64))
-
-
-def _loss_and_gradients(prog, x0, w0, par, seed):
-    g = graph.Graph()
-    with g.as_default():
-        x = graph.placeholder(np.float64, (2,), name="x")
-        w = graph.placeholder(np.float64, (2,), name="w")
-        loss = GP.build_graph(prog, x, w, par)
-        if seed is not None:
-            scatter(g, seed)  # the forward graph only: gradients follow their forward nodes
-        grads = grad.gradients(loss, [x, w], non_differentiable="ignore")
-    sess = Session(g, inter_op_threads=0, mode="dataflow")
-    got = within(30, sess.run, (loss, grads), {x: x0, w: w0})
-    return got, sess
-
-
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(GP.programs(depth=2), vec, vec, st.sampled_from([1, 2, 32]), seeds)
 def test_partitioned_gradients_match_one_device(prog, x0, w0, par, seed):
-    want, _ = _loss_and_gradients(prog, x0, w0, par, None)
-    got, sess = _loss_and_gradients(prog, x0, w0, par, seed)
+    want, _ = loss_and_gradients(prog, x0, w0, par, None)
+    got, sess = loss_and_gradients(prog, x0, w0, par, seed)
     for a, b in zip(graph.nest.flatten(got), graph.nest.flatten(want), strict=True):
         np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-12)
     plans = [p for p in sess._plans.values() if isinstance(p, DevicesPlan)]
@@ -83,8 +64,8 @@ def test_a_dead_predicate_received_where_it_skips_branches():
     the iteration early, a NoProgressError in some runs)."""
     prog = [("while", "a", 0.5, 1, False, [("if", "a", -0.5, [("assign", "a", ("mul_w", "a"))],
                                                  [("assign", "a", ("mul_w", "a")), ("assign", "a", ("mul_w", "a"))])])]
-    want, _ = _loss_and_gradients(prog, np.zeros(2), np.zeros(2), 1, None)
+    want, _ = loss_and_gradients(prog, np.zeros(2), np.zeros(2), 1, None)
     for _ in range(15):
-        got, _ = _loss_and_gradients(prog, np.zeros(2), np.zeros(2), 1, 0)
+        got, _ = loss_and_gradients(prog, np.zeros(2), np.zeros(2), 1, 0)
         for a, b in zip(graph.nest.flatten(got), graph.nest.flatten(want), strict=True):
             np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-12)

@@ -10,12 +10,11 @@ import pytest
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
-import grad
 import graph
 from exec import Session, multi_device
 from exec.errors import NoProgressError, RunError
 from exec.multi_device import DevicesPlan
-from tests.dist.helpers import scatter, within
+from tests.dist.helpers import loss_and_gradients, scatter, vec, within
 from tests.exec import programs as P
 from tests.grad import programs as GP
 
@@ -49,21 +48,8 @@ def test_partitioned_programs_match_python(program, values, seed, par):
         np.testing.assert_array_equal(got["out"], np.asarray(out, np.float64).reshape(-1), err_msg=f"{what}: out")
 
 
-floats = st.floats(-1.5, 1.5, allow_nan=False).map(lambda v: round(v, 3))
-vec = st.tuples(floats, floats).map(lambda t: np.array(t, dtype=np.float64))
-
-
 def _loss_and_gradients(prog, x0, w0, par, seed):
-    g = graph.Graph()
-    with g.as_default():
-        x = graph.placeholder(np.float64, (2,), name="x")
-        w = graph.placeholder(np.float64, (2,), name="w")
-        loss = GP.build_graph(prog, x, w, par)
-        if seed is not None:
-            scatter(g, seed, DEVICES)  # the forward graph: gradients follow their forward nodes
-        grads = grad.gradients(loss, [x, w], non_differentiable="ignore")
-    sess = Session(g, inter_op_threads=0, mode="dataflow")
-    return within(60, sess.run, (loss, grads), {x: x0, w: w0}), sess
+    return loss_and_gradients(prog, x0, w0, par, seed, DEVICES, seconds=60)
 
 
 def _in_one_process(fn, *args):
