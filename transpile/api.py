@@ -20,10 +20,10 @@ import graph.onnx
 from exec import Session
 from exec.compiled import MODES
 from graph import nest
-from graph.control_flow.memory_policy import check_policy
 from graph.node import Tensor
 from graph.saving import Output, Signature, load_saved
 from transpile import captured_state, fast_calls, operators, signatures
+from transpile.operators.loop_options import memory_policy_options
 from transpile.operators.trace_state import trace_state
 
 logger = logging.getLogger("transpile")
@@ -201,7 +201,7 @@ class Function:
         self.mode = mode
         self.maximum_iterations = None if maximum_iterations is None else int(maximum_iterations)
         self.memory_policy = None if memory_policy is None and checkpoint_every is None else \
-            _memory_policy(memory_policy, checkpoint_every)
+            memory_policy_options(memory_policy, checkpoint_every)
         self._fast = None  # the fast call of the trace the last general-path call ran
         if isinstance(fn, Function):
             fn = fn.python_function
@@ -241,8 +241,7 @@ class Function:
         """The default memory policy of the loops a trace builds (in the default graph)."""
         if self.memory_policy is None:
             return contextlib.nullcontext()
-        policy, every = self.memory_policy
-        return graph.loop_memory_policy(policy, every if policy == "recompute" else None)
+        return graph.loop_memory_policy(*self.memory_policy)
 
     # -- calling -----------------------------------------------------------------------------
     def __get__(self, obj, objtype=None):
@@ -656,14 +655,6 @@ def function(fn=None, *, static_argnames=(), relax_shapes: bool = False, mode: s
     if fn is None:
         return lambda f: Function(f, **options)
     return Function(fn, **options)
-
-
-def _memory_policy(memory_policy, checkpoint_every) -> tuple[str, int]:
-    """(policy, checkpoint_every) checked as graph.while_loop checks them; a ValueError if they are bad."""
-    try:
-        return check_policy(memory_policy, checkpoint_every)
-    except graph.GraphError as e:
-        raise ValueError(e.bare_message) from None
 
 
 # --------------------------------------------------------------------------- saved traces and ONNX export

@@ -138,3 +138,15 @@ def test_every_policy_is_taken_by_the_decorator_and_by_loop_options(policy):
     for f in (transpile.function(step, memory_policy=policy), transpile.function(in_body)):
         np.testing.assert_allclose(f(w, 4), want, rtol=1e-12, atol=1e-12)
         assert set(_policies(f, w, 4).values()) == {(policy, 1)}
+
+
+@pytest.mark.parametrize("policy", ["keep", "swap"])
+def test_a_methods_per_instance_function_keeps_the_policy(policy):
+    """A decorated method gets a Function per instance, made from the decorator's options."""
+    class Model:
+        @transpile.function(memory_policy=policy)
+        def step(self, w, n):
+            return grad.gradients(flat_loss(w, n), [w])[0]
+    w = np.array([0.3, -0.2, 0.7])
+    want = transpile.function(lambda w, n: grad.gradients(flat_loss(w, n), [w])[0])(w, 4)
+    np.testing.assert_allclose(Model().step(w, 4), want, rtol=1e-12, atol=1e-12)

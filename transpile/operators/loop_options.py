@@ -33,15 +33,21 @@ def loop_options(maximum_iterations: int | None = None, memory_policy: str | Non
         raise ValueError(f"maximum_iterations must be an int >= 0, got {maximum_iterations!r}")
     policy = None
     if memory_policy is not None or checkpoint_every is not None:
-        try:
-            policy = check_policy(memory_policy, checkpoint_every)
-        except graph.GraphError as e:
-            raise ValueError(e.bare_message) from None
+        policy = memory_policy_options(memory_policy, checkpoint_every)
     frame = trace_state().innermost_loop()
     if frame is None or not frame.staged:
         return
     if policy is not None:
-        name, every = policy
-        graph.set_memory_policy(name, every if name == "recompute" else None)
+        graph.set_memory_policy(*policy)
     if maximum_iterations is not None:
         graph.set_iteration_limit(maximum_iterations)
+
+
+def memory_policy_options(memory_policy, checkpoint_every) -> tuple[str, int | None]:
+    """(memory_policy, checkpoint_every) checked as graph.while_loop checks them (a ValueError if they are bad),
+    in the form graph's policy functions take: checkpoint_every only for "recompute", the policy that has it."""
+    try:
+        policy, every = check_policy(memory_policy, checkpoint_every)
+    except graph.GraphError as e:
+        raise ValueError(e.bare_message) from None
+    return policy, every if policy == "recompute" else None
