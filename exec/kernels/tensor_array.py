@@ -166,13 +166,7 @@ def _write(node, rt):
 @kernel("TensorArrayRead")
 def _read(node, rt):
     def read(flow, index):
-        # TensorArrayValue.read's common case inlined: a loop over an array reads an element per iteration
-        i, size, elements = int(index), flow.size, flow.array.elements
-        if 0 <= i < len(elements) and (size is None or i < size):
-            e = elements[i]
-            if e is not None:
-                return e
-        return flow.array.read(i, size)
+        return flow.array.read(index, flow.size)
     return read
 
 
