@@ -5,7 +5,7 @@ import warnings
 import numpy as np
 import pytest
 
-from tests.graph.test_ops_helpers import check
+from tests.graph.op_checks import check
 
 DTYPES = [np.bool_, np.int8, np.uint8, np.int32, np.int64, np.float16, np.float32, np.float64]
 

@@ -6,7 +6,7 @@ from hypothesis import strategies as st
 
 import graph as G
 from exec import Session
-from tests.graph.test_ops_helpers import assert_same, check, run_graph
+from tests.graph.op_checks import assert_same, check, run_graph
 
 X = np.arange(24, dtype=np.float32).reshape(2, 3, 4)
 I = np.arange(6, dtype=np.int32).reshape(2, 3)

@@ -7,7 +7,7 @@ from hypothesis import strategies as st
 
 import graph as G
 from exec import Session
-from tests.graph.test_ops_helpers import assert_same, check
+from tests.graph.op_checks import assert_same, check
 
 
 @st.composite

@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 
 import graph as G
-from tests.graph.test_ops_helpers import check
+from tests.graph.op_checks import check
 
 X = np.array([[1.0, 2.0, 3.0], [1000.0, 1000.0, -1000.0]])
 

@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 
 import graph as G
-from tests.graph.test_ops_helpers import check
+from tests.graph.op_checks import check
 
 A = np.arange(1, 13, dtype=np.float32).reshape(3, 4) / 4
 B = np.arange(12, dtype=np.int32).reshape(3, 4) % 5

@@ -5,7 +5,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import graph as G
-from tests.graph.test_ops_helpers import assert_same, check, run_graph
+from tests.graph.op_checks import assert_same, check, run_graph
 
 REDUCTIONS = [np.sum, np.mean, np.max, np.min, np.prod, np.any, np.all]
 DTYPES = [np.float32, np.float64, np.int32, np.int8, np.uint8, np.bool_, np.int64]

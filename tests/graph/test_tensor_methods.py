@@ -7,7 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import graph as G
-from tests.graph.test_ops_helpers import check, run_graph
+from tests.graph.op_checks import check, run_graph
 
 BINARY = [operator.add, operator.sub, operator.mul, operator.truediv, operator.floordiv, operator.mod,
           operator.pow, operator.lt, operator.le, operator.gt, operator.ge, operator.eq, operator.ne]
