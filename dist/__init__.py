@@ -10,5 +10,6 @@ These two import graph only; `exec.Session` uses them to run a multi-device grap
 """
 from dist.partition import Partitioned, partition
 from dist.placement import DEFAULT_DEVICE, PlacementError, place
+from graph._version import __version__
 
 __all__ = ["DEFAULT_DEVICE", "Partitioned", "PlacementError", "partition", "place"]

@@ -1,5 +1,6 @@
 """Runs graphs: kernels, the frame-tagged executor, sessions."""
 from exec.errors import IterationLimitExceeded, NoProgressError, RunError, RunInterrupted
 from exec.session import Session
+from graph._version import __version__
 
 __all__ = ["Session", "RunError", "NoProgressError", "IterationLimitExceeded", "RunInterrupted"]

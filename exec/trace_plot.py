@@ -3,7 +3,7 @@
 Reads a trace that `Session.run(..., trace="run.json")` wrote (exec/timeline.py) and draws
 each memory counter of it (a device's bytes in use and pinned host bytes, the executor's
 saved bytes) as a step line against milliseconds since the run started. Needs matplotlib
-(the `plot` extra: pip install flowgraph[plot]); `memory_series` alone does not.
+(the `plot` extra: pip install 'flowgraph-ml[plot]'); `memory_series` alone does not.
 """
 from __future__ import annotations
 
@@ -34,7 +34,7 @@ def plot_memory(trace, png: str, title: str | None = None) -> None:
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
     except ImportError as e:
-        raise ImportError("plotting a trace needs matplotlib: pip install flowgraph[plot]") from e
+        raise ImportError("plotting a trace needs matplotlib: pip install 'flowgraph-ml[plot]'") from e
     series = memory_series(trace)
     fig, ax = plt.subplots(figsize=(9, 4))
     for name, (times, values) in series.items():

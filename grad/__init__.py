@@ -6,6 +6,7 @@ from grad.gradients import gradients
 from grad.non_differentiable import NonDifferentiableWarning
 from grad.optimizers import SGD, Adam, Momentum, Optimizer, clip_by_global_norm, global_norm
 from grad.registry import GradOp, register_gradient
+from graph._version import __version__
 
 __all__ = ["gradients", "NonDifferentiableWarning", "register_gradient", "GradOp", "Optimizer", "SGD", "Momentum",
            "Adam", "clip_by_global_norm", "global_norm"]

@@ -1,5 +1,6 @@
 """Dataflow graphs with in-graph control flow (Switch/Merge/Enter/Exit/NextIteration)."""
 from graph import dtypes, nest
+from graph._version import __version__
 from graph.control_flow import (
     CondContext,
     TensorArray,

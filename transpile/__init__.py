@@ -8,7 +8,17 @@ traces a graph per input signature and runs it with the executor.
 (graph and signature) that `transpile.load(path)` runs without the source;
 `transpile.export_onnx(fn, example_args, path)` writes it as an ONNX model.
 """
-from transpile.api import Function, SavedFunction, convert, do_not_convert, export_onnx, function, load, to_code
+from transpile.api import (
+           Function,
+           SavedFunction,
+           __version__,
+           convert,
+           do_not_convert,
+           export_onnx,
+           function,
+           load,
+           to_code,
+)
 from transpile.errors import ConversionError
 from transpile.operators import ConditionallyDefinedError, StagingError, loop_options
 

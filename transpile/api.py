@@ -27,6 +27,8 @@ from transpile.operators.loop_options import memory_policy_options
 from transpile.operators.trace_state import trace_state
 
 logger = logging.getLogger("transpile")
+# the distribution's version (graph/_version.py), re-exported by transpile/__init__.py, which imports no graph
+__version__ = graph.__version__
 
 _RETRACE_WARNING_AFTER = 8
 

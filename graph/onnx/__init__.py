@@ -3,7 +3,7 @@
 Loops become ONNX `Loop`, conds `If`, TensorArrays sequences, Variables
 initializers, and numpy-like ops their ONNX operators with the graph's dtypes
 (docs/export.md lists the mapping). Needs the optional `onnx` package
-(`pip install 'flowgraph[onnx]'`); the models use opset `OPSET` and IR version
+(`pip install 'flowgraph-ml[onnx]'`); the models use opset `OPSET` and IR version
 `IR_VERSION`, which onnxruntime >= 1.18 runs.
 """
 from graph.onnx.builder import IR_VERSION, OPSET

@@ -34,7 +34,7 @@ _ELEM_TYPES = {
 
 def require_onnx() -> None:
     if onnx is None:
-        raise ImportError("exporting to ONNX needs the onnx package: pip install 'flowgraph[onnx]' "
+        raise ImportError("exporting to ONNX needs the onnx package: pip install 'flowgraph-ml[onnx]' "
                           "(onnx>=1.17, onnxruntime>=1.18)")
 
 
