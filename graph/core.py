@@ -23,7 +23,7 @@ from graph import printing
 from graph import shapes as _sh
 from graph import validate as _validate
 from graph.devices import UNPLACED, parse_device
-from graph.errors import GraphError, SourceLocation, user_location
+from graph.errors import GraphError, OpTypeError, OpValueError, SourceLocation, user_location
 from graph.node import ControlFlowContext, Node, Tensor
 from graph.op_registry import get_opdef
 
@@ -238,8 +238,7 @@ class Graph:
         except (ValueError, TypeError, IndexError) as e:
             desc = ", ".join(f"{_dt.as_dtype(t.dtype) if t.dtype is not _dt.variant else 'variant'}"
                              f"{_sh.format_shape(t.shape)}" for t in inputs)
-            kind = TypeError if isinstance(e, TypeError) else ValueError
-            err_cls = type(f"{kind.__name__}GraphError", (GraphError, kind), {})
+            err_cls = OpTypeError if isinstance(e, TypeError) else OpValueError
             raise err_cls(f"{op}({desc}): {e}", source) from None
         node.outputs = tuple(Tensor(node, i, dt, _sh.as_shape(sh)) for i, (dt, sh) in enumerate(specs))
         if ctx is not None and not raw:

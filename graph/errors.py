@@ -56,6 +56,10 @@ class GraphError(Exception):
         prefix = f"{self.location}: " if self.location else ""
         super().__init__(prefix + message)
 
+    def __reduce__(self):
+        # rebuilt from its parts: from `args` (the located message) it would prefix the location again
+        return type(self), (self.bare_message, self.location), self.__dict__
+
 
 class ShapeError(GraphError, ValueError):
     """Shapes that cannot work together (e.g. operands that do not broadcast)."""
@@ -63,6 +67,15 @@ class ShapeError(GraphError, ValueError):
 
 class DTypeError(GraphError, TypeError):
     """Element types that cannot work together."""
+
+
+class OpValueError(GraphError, ValueError):
+    """An op refused its inputs or attributes (its inference raised a ValueError or an IndexError); the
+    message names the op and its inputs' dtypes and shapes."""
+
+
+class OpTypeError(GraphError, TypeError):
+    """An op refused the types of its inputs or attributes (its inference raised a TypeError)."""
 
 
 class UnsupportedError(GraphError, TypeError):
