@@ -129,6 +129,8 @@ def _target(x, top, index: GraphIndex) -> Target:
     walk reaches those it depends on, wherever they are)."""
     if getattr(x, "is_variable", False):
         return Target(x, tuple(r.outputs[0] for r in index.variable_reads if variable_of(r) is x))
+    if hasattr(type(x), "_as_graph_tensor"):  # a value that reads as a tensor (an array in converted code)
+        x = convert(x)
     if not isinstance(x, Tensor):
         raise TypeError(f"gradients: xs must be graph tensors or Variables, got {type(x).__name__}")
     check_visible_from(x, top, "x")
