@@ -10,65 +10,45 @@ spin), so while it runs, each BLAS call gets one thread. The previous setting
 is restored when the last concurrent run ends, so plain numpy code outside runs
 is left as the user configured it.
 
-Only libraries found in this process are touched (OpenBLAS under its usual
-names, MKL); without one, `single_threaded()` does nothing.
+threadpoolctl finds the BLAS libraries loaded in this process (OpenBLAS, MKL, BLIS, FlexiBLAS, on
+Linux, macOS and Windows) and sets their thread counts; without one, `single_threaded()` does nothing.
+Only BLAS libraries are touched: an OpenMP runtime that other libraries in the process use keeps its setting.
 """
 from __future__ import annotations
 
-import ctypes
 import threading
 from contextlib import contextmanager
 
-# (setter, getter) symbol names per library family; numpy's own wheels use scipy_openblas64_
-_OPENBLAS = [("scipy_openblas_set_num_threads64_", "scipy_openblas_get_num_threads64_"),
-             ("scipy_openblas_set_num_threads", "scipy_openblas_get_num_threads"),
-             ("openblas_set_num_threads64_", "openblas_get_num_threads64_"),
-             ("openblas_set_num_threads", "openblas_get_num_threads")]
-_MKL = [("MKL_Set_Num_Threads", "MKL_Get_Max_Threads")]
+from threadpoolctl import ThreadpoolController
 
 
 class _Library:
-    def __init__(self, path: str, setter, getter):
-        self.path = path
-        self._set = setter
-        self._get = getter
+    """One BLAS library: its path and its thread count (a threadpoolctl library controller)."""
+
+    def __init__(self, controller):
+        self._controller = controller
+        self.path: str = controller.filepath
 
     def get(self) -> int:
-        return int(self._get())
+        return int(self._controller.get_num_threads())
 
     def set(self, n: int) -> None:
-        self._set(ctypes.c_int(n))
-
-
-def _loaded_paths() -> list[str]:
-    """Shared libraries mapped into this process (Linux); empty elsewhere."""
-    try:
-        with open("/proc/self/maps") as f:
-            paths = {line.split(None, 5)[5].strip() for line in f if line.count(" ") >= 5 and ".so" in line}
-    except (OSError, IndexError):
-        return []
-    return sorted(p for p in paths if p.startswith("/"))
+        self._controller.set_num_threads(n)
+        # threadpoolctl >= 3.8 lets one Python thread at a time set OpenBLAS's process-wide pool (the first to set
+        # it; the others' calls do nothing) so that threads do not fight over it. Ours are serialized by `_lock`,
+        # whichever thread's run makes them, so each call hands control back (a no-op if this thread lacks it,
+        # e.g. inside a user's own `threadpool_limits` block in another thread, whose setting then stands).
+        release = getattr(self._controller, "clear_controlling_thread", None)
+        if release is not None:
+            release()
 
 
 def _find() -> list[_Library]:
-    import numpy  # noqa: F401  (loads numpy's BLAS, so that it is mapped)
-    found = []
-    for path in _loaded_paths():
-        name = path.rsplit("/", 1)[-1].lower()
-        candidates = _OPENBLAS if "openblas" in name else _MKL if "mkl_rt" in name else None
-        if candidates is None:
-            continue
-        try:
-            lib = ctypes.CDLL(path)
-        except OSError:
-            continue
-        for set_name, get_name in candidates:
-            setter, getter = getattr(lib, set_name, None), getattr(lib, get_name, None)
-            if setter is not None and getter is not None:
-                getter.restype = ctypes.c_int
-                found.append(_Library(path, setter, getter))
-                break
-    return found
+    import numpy  # noqa: F401  (loads numpy's BLAS, so that it is found)
+    # scanning the loaded libraries takes milliseconds: done once, the controllers kept
+    controllers = ThreadpoolController().select(user_api="blas").lib_controllers
+    # a build whose thread count cannot be read (no getter symbol) cannot be restored either
+    return [_Library(c) for c in controllers if c.get_num_threads() is not None]
 
 
 _lock = threading.Lock()

@@ -4,6 +4,7 @@ import threading
 
 import numpy as np
 import pytest
+import threadpoolctl
 
 import graph as G
 from exec import Session, blas
@@ -50,6 +51,32 @@ def test_concurrent_blocks_restore_once_the_last_one_ends():
         assert blas.threads()[0] == 2
     finally:
         release.set()
+        lib.set(before)
+
+
+def test_the_libraries_are_those_threadpoolctl_finds():
+    found = {i["filepath"] for i in threadpoolctl.threadpool_info() if i["user_api"] == "blas"}
+    assert {lib.path for lib in blas.libraries()} <= found
+    assert bool(blas.libraries()) == bool(found)
+
+
+@needs_blas
+def test_a_block_in_another_thread_limits_after_this_one_set_the_count():
+    # threadpoolctl lets one thread at a time set OpenBLAS's shared pool: a set here must not lock out the others
+    lib = blas.libraries()[0]
+    before = lib.get()
+    seen = []
+
+    def other():
+        with blas.single_threaded():
+            seen.append(blas.threads()[0])
+    try:
+        lib.set(2)
+        t = threading.Thread(target=other)
+        t.start()
+        t.join(10)
+        assert seen == [1] and blas.threads()[0] == 2
+    finally:
         lib.set(before)
 
 
