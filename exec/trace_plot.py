@@ -30,13 +30,13 @@ def memory_series(trace) -> dict:
 def plot_memory(trace, png: str, title: str | None = None) -> None:
     """Draws `memory_series(trace)` into the PNG file `png`."""
     try:
-        import matplotlib
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
+        # a Figure of its own, not pyplot's: neither the user's backend (a notebook's) nor pyplot's figures change
+        from matplotlib.figure import Figure
     except ImportError as e:
         raise ImportError("plotting a trace needs matplotlib: pip install 'flowgraph-ml[plot]'") from e
     series = memory_series(trace)
-    fig, ax = plt.subplots(figsize=(9, 4))
+    fig = Figure(figsize=(9, 4))
+    ax = fig.subplots()
     for name, (times, values) in series.items():
         ax.step(times, [v / 2**20 for v in values], where="post", label=name)
     ax.set_xlabel("time since the run started (ms)")
@@ -46,7 +46,6 @@ def plot_memory(trace, png: str, title: str | None = None) -> None:
         ax.legend(fontsize="small")
     fig.tight_layout()
     fig.savefig(png, dpi=100)
-    plt.close(fig)
 
 
 if __name__ == "__main__":
