@@ -199,6 +199,11 @@ class Session:
                     raise ValueError(f"cannot {what} {n.name!r}{loc}: it belongs to another graph than this "
                                      "session's; build it inside `with session.graph.as_default():`")
 
+    def __repr__(self) -> str:
+        device = self.device.name if self.device is not None else "host"
+        plans = len(self._plans)
+        return f"<Session mode={self.mode!r}, device={device!r}, {plans} cached plan{'' if plans == 1 else 's'}>"
+
     def close(self) -> None:
         self._plans.clear()
         self._runners.clear()

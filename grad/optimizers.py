@@ -10,6 +10,8 @@ Variables it creates on first use, so it persists across runs and graphs.
 """
 from __future__ import annotations
 
+import inspect
+
 import numpy as np
 
 from grad.gradients import gradients
@@ -56,6 +58,11 @@ class Optimizer:
                          trainable=False)
             self._slots[key] = v
         return v
+
+    def __repr__(self) -> str:
+        # the constructor's arguments as this optimizer holds them: `Adam(learning_rate=0.001, beta1=0.9, ...)`
+        names = list(inspect.signature(type(self).__init__).parameters)[1:]
+        return f"{type(self).__name__}({', '.join(f'{n}={getattr(self, n)!r}' for n in names if hasattr(self, n))})"
 
     def _lr(self, param):
         lr = self.learning_rate

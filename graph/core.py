@@ -340,6 +340,9 @@ class Graph:
         """One line per node: `%name = Op[attrs](%input, ^control) : types @frame  # file.py:line`."""
         return printing.format_graph(self)
 
+    def __repr__(self) -> str:
+        return printing.format_summary(self)
+
     def to_dot(self, show_types: bool = True, expand: bool | Collection[str] = False) -> str:
         """Graphviz source. Each loop and cond is one box labelled with the user's line that built it;
         `expand=True` (or the file:line or frame names of some) draws their bodies as nested clusters."""

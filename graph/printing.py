@@ -73,6 +73,21 @@ def format_graph(graph) -> str:
     return "\n".join(format_node(n) for n in graph.nodes)
 
 
+def format_summary(graph) -> str:
+    """`<Graph 42 nodes, 2 loops, 1 cond>`: the sizes a glance needs (`repr(graph)`), counted from the ops,
+    so that a graph loaded or built by hand counts the same: a loop is its LoopCond, a cond the predicate
+    its Switches share (conds on one predicate count once)."""
+    loops = sum(n.op == "LoopCond" for n in graph.nodes)
+    predicates = {n.inputs[1] for n in graph.nodes if n.op == "Switch" and n.inputs[1].node.op != "LoopCond"}
+    parts = [_count(len(graph.nodes), "node")] + [_count(k, what) for k, what in ((loops, "loop"),
+                                                                                  (len(predicates), "cond")) if k]
+    return f"<Graph {', '.join(parts)}>"
+
+
+def _count(k: int, what: str) -> str:
+    return f"{k} {what}{'' if k == 1 else 's'}"
+
+
 # --------------------------------------------------------------------------- graphviz
 
 _FILL = {"Switch": "#f9d5a7", "Merge": "#f9d5a7", "Enter": "#c6e2ff", "Exit": "#c6e2ff",
