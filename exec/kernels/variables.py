@@ -5,6 +5,13 @@ A Variable's value never changes under someone who holds it: a read hands out th
 one. Then the write updates it in place, as TF's resource variables do when their buffer's
 reference count is one: a replay memory of 10,000 rows written a row per step would otherwise
 be copied whole every step.
+
+Every write reads the value, computes and stores under the Variable's `update_lock`, so runs on
+several threads (a converted function called from threads, in either execution mode, on one
+device or several) update it atomically, as TF's assign_add does; without it two threads could
+read the same value and one update was lost. A read of an array takes the lock too: otherwise it
+could fetch the array between a write's reference count check and its in-place update, and see
+it change. A scalar read copies the value out at once (`value[()]`) and needs no lock.
 """
 from __future__ import annotations
 
@@ -15,6 +22,7 @@ import numpy as np
 
 from exec.kernels.indexing import index_function
 from exec.kernels.registry import kernel
+from graph import shapes as _sh
 
 
 def _out(value: np.ndarray):
@@ -79,28 +87,46 @@ def _broadcasts_to(shape, target) -> bool:
 @kernel("ReadVariable")
 def _read(node, rt):
     var = node.attrs["variable"]
+    if not var.shape:
+        def read_scalar():
+            return var.value[()]
+        return read_scalar
+    acquire, release = var.update_lock.acquire, var.update_lock.release
 
     def read():
-        return _out(var.value)
+        acquire()  # acquire/release: about half the time of `with lock`
+        try:
+            return var.value
+        finally:
+            release()
     return read
 
 
 @kernel("AssignVariable")
 def _assign(node, rt):
     var = node.attrs["variable"]
+    acquire, release = var.update_lock.acquire, var.update_lock.release
 
     def assign(x):
-        if _broadcasts_to(np.shape(x), var.shape):
-            done = _update_in_place(var, lambda cur: np.copyto(cur, x, casting="unsafe"))
-            if done is not None:
-                return done
+        acquire()
         try:
-            new = np.array(np.broadcast_to(x, var.shape), dtype=var.dtype)  # a copy the variable owns
-        except ValueError:
-            raise ValueError(f"cannot assign a value of shape {np.shape(x)} to Variable {var.name!r} of shape "
-                             f"{var.shape}") from None
-        return _store(var, new)
+            return _assign_locked(var, x)
+        finally:
+            release()
     return assign
+
+
+def _assign_locked(var, x):
+    if _broadcasts_to(np.shape(x), var.shape):
+        done = _update_in_place(var, lambda cur: np.copyto(cur, x, casting="unsafe"))
+        if done is not None:
+            return done
+    try:
+        new = np.array(np.broadcast_to(x, var.shape), dtype=var.dtype)  # a copy the variable owns
+    except ValueError:
+        raise ValueError(f"cannot assign a value of shape {np.shape(x)} to Variable {var.name!r} of shape "
+                         f"{var.shape}") from None
+    return _store(var, new)
 
 
 @kernel("AssignAddVariable", "AssignSubVariable")
@@ -108,34 +134,58 @@ def _assign_update(node, rt):
     var = node.attrs["variable"]
     ufunc = np.add if node.op == "AssignAddVariable" else np.subtract
     scalar_op = operator.add if node.op == "AssignAddVariable" else operator.sub
+    acquire, release = var.update_lock.acquire, var.update_lock.release
+    # what the delta's shape is decided once where the graph knows it (np.shape per call costs as much
+    # as the lock): a counter (scalar into scalar), or a delta that broadcasts to the Variable
+    static = node.inputs[0].shape
+    known = _sh.is_fully_defined(static)
+    counter = known and not var.shape and not static
+    fits = known and _broadcasts_to(static, var.shape)
 
     def update(delta):
-        if not var.shape and not np.ndim(delta):
-            # a counter: numpy's scalar arithmetic (what the ufunc computes, a tenth of the time), the
-            # result stored with the unsafe cast that out= makes
-            done = _update_in_place(var, lambda cur: cur.__setitem__((), scalar_op(cur[()], delta)))
-            if done is not None:
-                return done
-        elif _broadcasts_to(np.shape(delta), var.shape):
-            done = _update_in_place(var, lambda cur: ufunc(cur, delta, out=cur, casting="unsafe"))
-            if done is not None:
-                return done
-        return _store(var, ufunc(var.value, delta))
+        acquire()
+        try:
+            return _update_locked(var, delta, ufunc, scalar_op, counter, fits)
+        finally:
+            release()
     return update
+
+
+def _update_locked(var, delta, ufunc, scalar_op, counter: bool, fits: bool):
+    if counter or (not var.shape and not np.ndim(delta)):
+        # a counter: numpy's scalar arithmetic (what the ufunc computes, a tenth of the time), the
+        # result stored with the unsafe cast that out= makes
+        done = _update_in_place(var, lambda cur: cur.__setitem__((), scalar_op(cur[()], delta)))
+        if done is not None:
+            return done
+    elif fits or _broadcasts_to(np.shape(delta), var.shape):
+        done = _update_in_place(var, lambda cur: ufunc(cur, delta, out=cur, casting="unsafe"))
+        if done is not None:
+            return done
+    return _store(var, ufunc(var.value, delta))
 
 
 @kernel("AssignItemVariable")
 def _assign_item(node, rt):
     var = node.attrs["variable"]
     key_of = index_function(node.attrs["index"].items)
+    acquire, release = var.update_lock.acquire, var.update_lock.release
 
     def assign_item(value, *dyn):
-        def write(cur):
-            cur[key_of(dyn)] = value
-        done = _update_in_place(var, write)
-        if done is not None:
-            return done
-        new = np.array(var.value, copy=True)
-        new[key_of(dyn)] = value
-        return _store(var, new)
+        acquire()
+        try:
+            return _assign_item_locked(var, key_of(dyn), value)
+        finally:
+            release()
     return assign_item
+
+
+def _assign_item_locked(var, key, value):
+    def write(cur):
+        cur[key] = value
+    done = _update_in_place(var, write)
+    if done is not None:
+        return done
+    new = np.array(var.value, copy=True)
+    new[key] = value
+    return _store(var, new)

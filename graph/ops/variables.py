@@ -161,19 +161,25 @@ class Variable(metaclass=_CreatedThroughScopes):
         self.trainable = bool(trainable)
         self.initial_value = _frozen(value)
         self.value = self.initial_value
+        # held by whatever reads the value, changes it and writes it back (exec's assign kernels, `load`):
+        # runs on several threads update a Variable atomically, as TF's assign_add does
+        self.update_lock = threading.Lock()
 
     # -- Python-side access ------------------------------------------------------------------
     def load(self, value) -> None:
         """Sets the value from Python (a copy of `value`, same shape, castable dtype)."""
         arr = np.asarray(value)
         self._check_value(arr.dtype, arr.shape, "load")
-        self.value = _frozen(np.array(np.broadcast_to(arr, self.shape), dtype=self.dtype))
+        new = _frozen(np.array(np.broadcast_to(arr, self.shape), dtype=self.dtype))
+        with self.update_lock:
+            self.value = new
 
     assign_value = load
 
     def reset(self) -> None:
         """Back to the initial value."""
-        self.value = self.initial_value
+        with self.update_lock:
+            self.value = self.initial_value
 
     @property
     def ndim(self) -> int:
