@@ -4,9 +4,9 @@ from __future__ import annotations
 import contextlib
 import functools
 import inspect
-import logging
 import os
 import threading
+import time
 import types
 import warnings
 import weakref
@@ -20,13 +20,14 @@ import graph.onnx
 from exec import Session
 from exec.compiled import MODES
 from graph import nest
+from graph.logs import get_logger
 from graph.node import Tensor
 from graph.saving import Output, Signature, load_saved
 from transpile import captured_state, fast_calls, operators, signatures
 from transpile.operators.loop_options import memory_policy_options
 from transpile.operators.trace_state import trace_state
 
-logger = logging.getLogger("transpile")
+logger = get_logger(__name__)
 # the distribution's version (graph/_version.py), re-exported by transpile/__init__.py, which imports no graph
 __version__ = graph.__version__
 
@@ -114,6 +115,37 @@ class _VariableScope:
 
 # --------------------------------------------------------------------------- traces
 
+@dataclass(frozen=True)
+class ArgumentArray:
+    """An array argument as the traced code gets it: argument `k` (leaf `leaf` of it, for a container
+    argument), a MutableArray whose contents start as placeholder `placeholder`."""
+
+    k: int
+    leaf: int | None
+    array: operators.MutableArray
+    placeholder: Tensor
+
+
+@dataclass(frozen=True)
+class ArgumentWrite:
+    """An array argument the function writes in place: after each run, `value` (a fetched tensor) is
+    copied into the caller's array, argument `k` (its leaf `leaf`)."""
+
+    k: int
+    leaf: int | None
+    value: Tensor
+
+    def apply(self, values: list, result) -> None:
+        target = values[self.k] if self.leaf is None else nest.flatten(values[self.k])[self.leaf]
+        np.copyto(target, result, casting="same_kind")
+
+
+def _argument_writes(arrays: list[ArgumentArray]) -> list[ArgumentWrite]:
+    """The array arguments whose contents the trace changed, with their contents at its end."""
+    return [ArgumentWrite(a.k, a.leaf, a.array.tensor()) for a in arrays
+            if a.array.value is not a.placeholder]
+
+
 @dataclass
 class _Trace:
     signature: signatures.Signature
@@ -136,6 +168,7 @@ class _Trace:
     captured: captured_state.CapturedInputs = captured_state.NONE
     fed: list = field(default_factory=list)  # the placeholders `run` feeds, in its order
     fast: object = None                      # fast_calls.make_fast_call's function, or None
+    argument_writes: list = field(default_factory=list)  # ArgumentWrites, fetched after the captured state's
 
 
 class Function:
@@ -157,7 +190,8 @@ class Function:
     Used as a method, it is one Function per instance (its own traces and
     Variables).
     When a call needs a new trace, `retrace_reports` gets a line saying which
-    argument changed (also logged at DEBUG level on logger "transpile").
+    argument changed (also logged, at INFO level, on logger "flowgraph.transpile"; each trace's time and
+    graph at DEBUG).
 
     `mode` is the traces' Session mode: "auto" and "compiled" run them as
     compiled Python code where they can (`compiled_code` shows it), "dataflow"
@@ -382,7 +416,9 @@ class Function:
                             break
                 if self._traces:
                     self._report_retrace(sig, traced, variants[-1] if variants else None, values)
+                start = time.perf_counter()
                 trace = self._trace(traced, bound)
+                logger.debug("traced %s in %.1f ms: %r", self._name, (time.perf_counter() - start) * 1e3, trace.graph)
                 self._traces.setdefault(traced.key, []).append(trace)
                 # with a new trace, relax_shapes may resolve a signature differently: start afresh
                 self._by_call_key.clear()
@@ -411,7 +447,7 @@ class Function:
             if traced is not sig:
                 report += f" (relaxed: {'; '.join(traced.names[i] + ': ' + traced.describe(i) for i in range(len(traced.names)) if traced.key[i] != sig.key[i])})"
         self.retrace_reports.append(report)
-        logger.debug(report)
+        logger.info(report)
         if self.traces == _RETRACE_WARNING_AFTER:
             warnings.warn(f"{self._name} was traced {_RETRACE_WARNING_AFTER + 1} times; see its retrace_reports "
                           f"({report})", stacklevel=4)
@@ -445,7 +481,8 @@ class Function:
                 for k, specs in enumerate(sig.specs):
                     if sig.structures[k] is None and specs[0].kind in ("object", "static"):
                         capture.add_argument(k, sig.names[k], values[k])
-                call_args, call_kwargs = self._symbolic_arguments(bound, sig, placeholders, keep_alive)
+                arrays: list = []
+                call_args, call_kwargs = self._symbolic_arguments(bound, sig, placeholders, keep_alive, arrays)
                 try:
                     out = converted(*call_args, **call_kwargs)
                 except KeyError as e:
@@ -462,6 +499,7 @@ class Function:
                         fetch_index.append(None)
                         constants.append(leaf)
                 captured, captured_placeholders = capture.finish(g, fetches)
+                argument_writes = _argument_writes(arrays)
             effects = g.last_effect(None)
         finally:
             capture.restore()
@@ -469,7 +507,7 @@ class Function:
             scope.reusing = False
         operators.share_element_specs(g)
         trace = _Trace(sig, g, placeholders, out, fetch_index, fetches, constants, effects, keep_alive=keep_alive,
-                       captured=captured)
+                       captured=captured, argument_writes=argument_writes)
         trace.session = Session(g, mode=self.mode, inter_op_threads=self.inter_op_threads, device=self.device)
         fed = []
         for k, phs in enumerate(placeholders):
@@ -480,9 +518,11 @@ class Function:
         # the captured arrays are fed after the arguments; the tensors written back into Python state are
         # fetched after the results, and the effects node last: its result (None) is past the others
         fed += captured_placeholders
-        trace.run = trace.session.make_callable(fetches + captured.fetches + [effects], fed)
+        trace.run = trace.session.make_callable(
+            fetches + captured.fetches + [w.value for w in argument_writes] + [effects], fed)
         trace.fed = fed
-        if self._positional is not None and all(leaves is None for _, leaves in trace.fed_arguments):
+        if self._positional is not None and all(leaves is None for _, leaves in trace.fed_arguments) \
+                and not argument_writes:
             required, defaults = self._positional
             trace.fast = fast_calls.make_fast_call(
                 self._name, len(sig.names), required, defaults,
@@ -492,7 +532,7 @@ class Function:
                 captured, len(fetches))
         return trace
 
-    def _symbolic_arguments(self, bound, sig, placeholders, keep_alive):
+    def _symbolic_arguments(self, bound, sig, placeholders, keep_alive, arrays):
         values = {}
         k = 0
         for name, value in bound.arguments.items():
@@ -500,22 +540,25 @@ class Function:
             if kind is inspect.Parameter.VAR_POSITIONAL:
                 new = []
                 for i, v in enumerate(value):
-                    new.append(self._symbolic(v, sig, k, placeholders, keep_alive))
+                    new.append(self._symbolic(v, sig, k, placeholders, keep_alive, arrays))
                     k += 1
                 values[name] = tuple(new)
             elif kind is inspect.Parameter.VAR_KEYWORD:
                 new = {}
                 for key, v in value.items():
-                    new[key] = self._symbolic(v, sig, k, placeholders, keep_alive)
+                    new[key] = self._symbolic(v, sig, k, placeholders, keep_alive, arrays)
                     k += 1
                 values[name] = new
             else:
-                values[name] = self._symbolic(value, sig, k, placeholders, keep_alive)
+                values[name] = self._symbolic(value, sig, k, placeholders, keep_alive, arrays)
                 k += 1
         symbolic = inspect.BoundArguments(bound.signature, values)
         return symbolic.args, symbolic.kwargs
 
-    def _symbolic(self, value, sig, k, placeholders, keep_alive):
+    def _symbolic(self, value, sig, k, placeholders, keep_alive, arrays):
+        """The value the traced code gets for argument `k`: placeholders for its graph inputs, an array
+        argument's as a MutableArray (recorded in `arrays`: a write into it is written back into the
+        caller's array after each run, as Python's in-place writes change the caller's array)."""
         structure, specs = sig.structures[k], sig.specs[k]
         label = sig.names[k].replace("[", "_").replace("]", "").replace("'", "")
         leaves = nest.flatten(value) if structure is not None else [value]
@@ -525,7 +568,12 @@ class Function:
                 name = label if len(specs) == 1 else f"{label}_{i}"
                 ph = graph.placeholder(spec.dtype, spec.shape, name=name)
                 phs.append(ph)
-                out.append(ph)
+                if isinstance(leaf, np.ndarray):
+                    array = operators.MutableArray(ph)
+                    arrays.append(ArgumentArray(k, None if structure is None else i, array, ph))
+                    out.append(array)
+                else:
+                    out.append(ph)
             else:
                 phs.append(None)
                 keep_alive.append(leaf)
@@ -549,6 +597,9 @@ class Function:
         results = trace.run(*feeds)
         if trace.captured.fetches or trace.captured.replays:
             trace.captured.apply(results[len(trace.fetches):], fed, values)
+        first = len(trace.fetches) + len(trace.captured.fetches)
+        for write, result in zip(trace.argument_writes, results[first:], strict=False):
+            write.apply(values, result)
         leaves = [results[i] if i is not None else c for i, c in zip(trace.fetch_index, trace.constants, strict=True)]
         out = trace.output_structure
         if isinstance(out, (list, tuple, dict)):

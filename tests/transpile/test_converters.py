@@ -194,7 +194,7 @@ CASES = {
         def f(x, i, v):
             x = ag.set_item(x, i, v)
             x = ag.set_item(x, 0, x[0] + 1)
-            self.w = ag.set_item(self.w, i, v)
+            ag.set_attribute_item(self, 'w', i, v)
         """),
     "call_trees": ((call_trees,), """
         def f(self, h, x):

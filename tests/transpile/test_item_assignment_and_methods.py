@@ -51,8 +51,22 @@ def test_item_assignment_to_a_variable_attribute_in_a_branch():
     np.testing.assert_array_equal(r.put(0, 5.0), [5.0, 2.0, 0.0])
 
 
-def closure_tensor_write(x):
+def closure_array_write(x):
     y = x * 2
+
+    def change():
+        y[0] = 1.0
+
+    change()
+    return y
+
+
+def test_item_assignment_to_a_closure_array_changes_it_as_in_python():
+    np.testing.assert_array_equal(transpile.function(closure_array_write)(np.ones(3)), [1.0, 2.0, 2.0])
+
+
+def closure_tensor_write(x):
+    y = graph.identity(x * 2)      # a graph tensor, which no write can change
 
     def change():
         y[0] = 1.0                 # <- error

@@ -20,15 +20,18 @@ class Slices(BoundNamesScope, Converter):
 
         x[i] = v
         y[0] += 1
+        self.w[i] = v
 
     After::
 
         x = ag.set_item(x, i, v)
         y = ag.set_item(y, 0, y[0] + 1)
+        ag.set_attribute_item(self, 'w', i, v)
 
     `set_item` writes Python lists and numpy arrays in place (and returns them),
     as before; for a tensor it returns the updated copy; for a Variable it
-    assigns the item (`v.assign_at(i, value)`). A name the function does not
+    assigns the item (`v.assign_at(i, value)`). An attribute gets the new value only where
+    `set_item` made one (a tensor's), so that `a.T[i] = v` writes through the view. A name the function does not
     bind (a global, a closure variable) is only read, as in Python: its item
     assignment becomes `ag.set_item(buffer, i, v, in_place='buffer')`.
     """
@@ -40,6 +43,10 @@ class Slices(BoundNamesScope, Converter):
         if container is None:
             return None
         read = A.with_ctx(A.copy_node(container), gast.Load())
+        if isinstance(container, gast.Attribute):
+            owner = A.with_ctx(A.copy_node(container.value), gast.Load())
+            call = self.ctx.ag_call("set_attribute_item", [owner, A.const(container.attr), target.slice, value])
+            return A.locate(A.expr_stmt(call), node)
         if isinstance(container, gast.Name) and not self.binds_locally(container.id):
             call = self.ctx.ag_call("set_item", [read, target.slice, value],
                                     [A.keyword("in_place", A.const(container.id))])

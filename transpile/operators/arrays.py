@@ -24,9 +24,20 @@ from __future__ import annotations
 import numpy as np
 
 import graph
+from graph import nest
 from graph.node import Tensor
 from graph.ops import numpy_api, tensor_methods
 from transpile.operators.array_aliases import refuse_if_shared
+from transpile.operators.array_views import (
+    Index,
+    Reshape,
+    Transpose,
+    holds_graph_value,
+    indexes_one_element,
+    is_basic_index,
+    swapped_axes,
+    transpose_axes,
+)
 from transpile.operators.trace_state import trace_state
 
 
@@ -40,16 +51,51 @@ class MutableArray:
     shape, as numpy's do. A write of known values to known contents changes
     them in place; inside a graph branch or loop body, or of a graph value, a
     write replaces `value` with a new tensor.
+
+    A view (`buf[0]`, `buf.reshape(3, 2)`, `buf.T`) is a MutableArray with a `base` and a `view`
+    record (array_views.py): its contents are read from the base's, and its writes go into the
+    base's, as numpy's views share their base's memory. Only arrays without a base (roots) hold
+    contents of their own and are journaled.
     """
 
-    __slots__ = ("value", "__weakref__")
+    __slots__ = ("_contents", "base", "view", "__weakref__")
     __array_priority__ = 1000
 
     def __init__(self, value):
-        self.value = value if isinstance(value, np.ndarray) else graph.convert(value)
+        self._contents = value if isinstance(value, np.ndarray) else graph.convert(value)
+        self.base = self.view = None
         state = trace_state()
         if state.tracing:
             state.writes.append((self, _CREATED))
+
+    @classmethod
+    def view_of(cls, base: "MutableArray", view) -> "MutableArray":
+        """A view of `base` (see array_views.py)."""
+        array = cls.__new__(cls)
+        array._contents, array.base, array.view = None, base, view
+        return array
+
+    @property
+    def value(self):
+        if self.base is None:
+            return self._contents
+        return self.view.read(self.base.value)
+
+    @value.setter
+    def value(self, new) -> None:
+        # (set by the journal's undo and by graph conds and loops carrying the contents: roots only)
+        if self.base is None:
+            self._contents = new
+        else:
+            self.base.value = self.view.put(self.base.value, new)
+
+    @property
+    def root(self) -> "MutableArray":
+        """The array whose contents this one reads: itself, or the base of its views."""
+        array = self
+        while array.base is not None:
+            array = array.base
+        return array
 
     @property
     def _as_graph_tensor(self):
@@ -66,42 +112,116 @@ class MutableArray:
     @property
     def is_known(self) -> bool:
         """Whether the contents are known when the graph is built (a numpy array)."""
-        return isinstance(self.value, np.ndarray)
+        if self.base is None:
+            return isinstance(self._contents, np.ndarray)
+        return self.view.known and self.base.is_known
 
     @property
     def dtype(self):
         return self.value.dtype
 
     @property
-    def shape(self):
+    def static_shape(self):
+        """The shape as far as it is known while the graph is built (None for unknown dims)."""
         return self.value.shape
+
+    @property
+    def shape(self):
+        """`a.shape` as the program reads it: a dim unknown while the graph is built (relax_shapes) is a
+        scalar tensor, its value when the graph runs."""
+        shape = self.value.shape
+        if shape is None:
+            return graph.shape(self.tensor())
+        if None not in shape:
+            return tuple(shape)
+        dynamic = graph.shape(self.tensor())
+        return tuple(dynamic[i] if d is None else d for i, d in enumerate(shape))
 
     @property
     def ndim(self):
         return self.value.ndim
 
+    @property
+    def T(self):
+        return self.transpose()
+
+    def reshape(self, *shape, order: str = "C"):
+        if order != "C":
+            raise ValueError("converted code supports C-order reshape only")
+        if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
+            shape = tuple(shape[0])
+        return MutableArray.view_of(self, Reshape(_resolved_shape(self, shape)))
+
+    def ravel(self, order: str = "C"):
+        return self.reshape(-1, order=order)
+
+    def squeeze(self, axis=None):
+        shape = self.static_shape
+        if shape is None or (axis is None and None in shape):
+            return fresh(graph.squeeze(self.tensor(), axis))
+        axes = range(len(shape)) if axis is None else [a % len(shape) for a in np.atleast_1d(axis)]
+        squeezed = [i for i in axes if shape[i] == 1]
+        return self.reshape(tuple(d for i, d in enumerate(shape) if i not in squeezed))
+
+    def transpose(self, *axes):
+        rank = _rank(self)
+        if rank is None:
+            return fresh(self.tensor().transpose(*axes))
+        return MutableArray.view_of(self, Transpose(transpose_axes(rank, axes)))
+
+    def swapaxes(self, a: int, b: int):
+        rank = _rank(self)
+        if rank is None:
+            return fresh(np.swapaxes(self.tensor(), a, b))
+        return MutableArray.view_of(self, Transpose(swapped_axes(rank, a, b)))
+
+    def flatten(self, order: str = "C"):
+        return self.reshape(-1, order=order).copy()
+
+    def astype(self, dtype, copy: bool = True):
+        if not copy and np.dtype(dtype) == self.dtype:
+            return self
+        if self.is_known:
+            return fresh(self.value.astype(dtype))
+        return fresh(graph.cast(self.tensor(), dtype))
+
+    def fill(self, value) -> None:
+        """`a.fill(v)`: every element set to `v`, in place."""
+        self[...] = value
+
     def __getattr__(self, name):
-        # methods and attributes of the contents: numpy's (`a.sum()`, `a.T`) or the tensor's
+        # methods and attributes of the contents: numpy's (`a.sum()`, `a.size`) or the tensor's; an
+        # array they make is a new array (numpy's methods that give views are defined above)
         if name.startswith("__"):
             raise AttributeError(name)
-        return getattr(self.value, name)
+        attribute = getattr(self.value, name)
+        if not callable(attribute):
+            return attribute
+
+        def method(*args, **kwargs):
+            return fresh(attribute(*_contents(args), **_contents(kwargs)))
+        return method
 
     def write(self, new) -> None:
         """Replaces the contents with `new` (of this array's dtype and shape), journaled."""
+        if self.base is not None:
+            self.base.write(self.view.put(self.base.value, new))
+            return
         state = trace_state()
         if state.tracing:
-            state.writes.append((self, self.value))
-        self.value = new
+            state.writes.append((self, self._contents))
+        self._contents = new
 
     def _changes_in_place(self, *operands) -> bool:
         """Whether a write of `operands` can change the numpy contents in place: known contents and
         values, outside graph branches and loops (where a write must be undone for the other path).
         In a Python loop, which may yet be rebuilt as a graph loop, the contents before are journaled."""
-        if not self.is_known or _holds_graph_value(operands) or _staged():
+        if not self.is_known or holds_graph_value(operands) or _staged():
             return False
         state = trace_state()
         if state.tracing and state.loops:
-            state.writes.append((self, self.value.copy()))
+            root = self.root
+            state.writes.append((root, root._contents.copy()))
         return True
 
     def assign(self, result, what: str) -> None:
@@ -113,7 +233,7 @@ class MutableArray:
                 raise TypeError(f"{what}: cannot cast the result from {result.dtype} to the array's dtype "
                                 f"{self.dtype} with casting rule 'same_kind' (as numpy)")
             result = graph.cast(result, self.dtype)
-        shape = tuple(self.shape) if self.shape is not None else None
+        shape = tuple(self.static_shape) if self.static_shape is not None else None
         if result.shape != shape and shape is not None:
             if result.shape is not None and len(result.shape) > len(shape):
                 raise ValueError(f"{what}: the result has shape {graph.shapes.format_shape(result.shape)}, which "
@@ -122,17 +242,21 @@ class MutableArray:
         self.write(result)
 
     def __getitem__(self, key):
-        if self.is_known and not _holds_graph_value(key):
-            return self.value[key]
-        return graph.getitem(self.tensor(), key)
+        key = _contents(key)
+        if is_basic_index(key) and not indexes_one_element(key, _rank(self)):
+            return MutableArray.view_of(self, Index(key))
+        if self.is_known and not holds_graph_value(key):
+            return fresh(self.value[key])
+        return fresh(graph.getitem(self.tensor(), key))
 
     def __setitem__(self, key, value) -> None:
+        key = _contents(key)
         if self._changes_in_place(key, value):
             self.value[key] = np.asarray(value) if isinstance(value, MutableArray) else value
         else:
-            if _holds_graph_value(value) and graph.convert(value).dtype != self.dtype:
+            if holds_graph_value(value) and graph.convert(value).dtype != self.dtype:
                 value = graph.cast(graph.convert(value), self.dtype)  # numpy's item assignment casts
-            self.write(graph.set_item(self.tensor(), key, value))
+            self.write(Index(key).put(self.value, value))
 
     def copy(self) -> "MutableArray":
         """`a.copy()`: a new array with the same contents."""
@@ -144,27 +268,36 @@ class MutableArray:
         return numpy_api.array(self.value, dtype)
 
     def __array_ufunc__(self, ufunc, method, *inputs, out=None, **kwargs):
-        if not _holds_graph_value(inputs) and (out is None or not _holds_graph_value(out) and not _staged()):
-            return getattr(ufunc, method)(*_contents(inputs), out=_contents(out), **kwargs) if out is not None \
-                else getattr(ufunc, method)(*_contents(inputs), **kwargs)
-        result = numpy_api.array_ufunc(None, ufunc, method, *inputs, **kwargs)
+        call = getattr(ufunc, method)
+        known = not holds_graph_value(inputs)
         if out is None:
-            return result
+            return fresh(call(*_contents(inputs), **kwargs) if known
+                         else numpy_api.array_ufunc(None, ufunc, method, *inputs, **kwargs))
         if len(out) != 1:
             raise TypeError(f"np.{ufunc.__name__} with several out= arrays is not supported on graph values")
+        if known and _writes_in_place(out[0], inputs):
+            call(*_contents(inputs), out=_contents(out), **kwargs)
+            return out[0]
+        result = call(*_contents(inputs), **kwargs) if known else \
+            numpy_api.array_ufunc(None, ufunc, method, *inputs, **kwargs)
         return write_into(out[0], result, f"np.{ufunc.__name__}(..., out=...)")
 
     def __array_function__(self, func, types, args, kwargs):
+        view = _view_function(func, args, kwargs)
+        if view is not None:
+            return view
         out = kwargs.pop("out", None)
-        if not _holds_graph_value((args, kwargs)) and (out is None or not _holds_graph_value(out) and not _staged()):
-            if out is not None:
-                kwargs["out"] = _contents(out)
-            result = func(*_contents(args), **_contents(kwargs))
-            return out if out is not None else new_array(func, result, args)
-        result = numpy_api.array_function(None, func, types, args, kwargs)
-        if out is not None:
-            return write_into(out, result, f"np.{func.__name__}(..., out=...)")
-        return new_array(func, result, args)
+        known = not holds_graph_value((args, kwargs))
+        if out is None:
+            result = func(*_contents(args), **_contents(kwargs)) if known else \
+                numpy_api.array_function(None, func, types, args, kwargs)
+            return fresh(new_array(func, result, args))
+        if known and _writes_in_place(out, (args, kwargs)):
+            func(*_contents(args), out=_contents(out), **_contents(kwargs))
+            return out
+        result = func(*_contents(args), **_contents(kwargs)) if known else \
+            numpy_api.array_function(None, func, types, args, kwargs)
+        return write_into(out, result, f"np.{func.__name__}(..., out=...)")
 
     def __len__(self) -> int:
         return len(self.value)
@@ -187,18 +320,81 @@ class MutableArray:
     def __repr__(self) -> str:
         if self.is_known:
             return f"<MutableArray {self.value!r}>"
-        return f"<MutableArray {self.value.dtype}{graph.shapes.format_shape(self.value.shape)} {self.value.name}>"
+        t = self.tensor()
+        return f"<MutableArray {t.dtype}{graph.shapes.format_shape(t.shape)} {t.name}>"
 
     __hash__ = object.__hash__
+
+
+def _rank(array: MutableArray):
+    shape = array.static_shape
+    return None if shape is None else len(shape)
+
+
+def _resolved_shape(array: MutableArray, shape) -> tuple:
+    """A reshape's shape with its -1 resolved where the size is known (so that a view's `put` can
+    reshape back), else as given."""
+    shape = tuple(_contents(shape))
+    static = array.static_shape
+    if static is None or None in static or holds_graph_value(shape) or -1 not in shape:
+        return shape
+    size, rest = int(np.prod(static)), int(-np.prod(shape))
+    return tuple(size // rest if d == -1 and rest else d for d in shape)
+
+
+def _writes_in_place(out, operands) -> bool:
+    """Whether a numpy call with known `operands` can write its result into `out` in place."""
+    if isinstance(out, MutableArray):
+        return out._changes_in_place(operands)
+    return isinstance(out, np.ndarray) and not _staged()
+
+
+# numpy functions that give a view of their first argument, as the methods of the same name
+_VIEW_FUNCTIONS = {np.reshape: "reshape", np.ravel: "ravel", np.squeeze: "squeeze", np.transpose: "transpose",
+                   np.swapaxes: "swapaxes"}
+
+
+def _view_function(func, args, kwargs):
+    """`np.reshape(a, ...)` and the like on a MutableArray `a`: its view, else None."""
+    method = _VIEW_FUNCTIONS.get(func)
+    if method is None or not args or not isinstance(args[0], MutableArray):
+        return None
+    a, rest = args[0], args[1:]
+    if method == "reshape":
+        shape = rest[0] if rest else kwargs.get("newshape", kwargs.get("shape"))
+        return a.reshape(shape)
+    if method == "transpose":
+        axes = rest[0] if rest else kwargs.get("axes")
+        return a.transpose(*(() if axes is None else tuple(axes)))
+    return getattr(a, method)(*rest, **kwargs)
+
+
+def fresh(result):
+    """A value an operation on arrays made, as converted code holds it: a new array of rank 1 or more is
+    a MutableArray of its own (numpy's operations give new, writable arrays); scalars and other values
+    are as they are. Outside a trace nothing changes."""
+    if isinstance(result, MutableArray) or not trace_state().tracing:
+        return result
+    if isinstance(result, Tensor):
+        if not isinstance(result.dtype, np.dtype) or result.shape == ():
+            return result
+        return MutableArray(result)
+    if isinstance(result, np.ndarray) and result.ndim > 0 and result.dtype.kind in "biufc":
+        return MutableArray(result)
+    if type(result) in (tuple, list):
+        return type(result)(fresh(r) for r in result)
+    return result
 
 
 def _operator(name: str):
     graph_op = tensor_methods.OPERATORS[name]
 
     def method(self, *args):
-        if self.is_known and not _holds_graph_value(args):
-            return getattr(self.value, name)(*_contents(args))
-        return graph_op(self.tensor(), *args)
+        if self.is_known and not holds_graph_value(args):
+            result = getattr(self.value, name)(*_contents(args))
+        else:
+            result = graph_op(self.tensor(), *args)
+        return result if result is NotImplemented else fresh(result)
     method.__name__ = name
     return method
 
@@ -256,6 +452,15 @@ def write_into(out, result, what: str):
     raise TypeError(f"{what}: out= must be an array, got {type(out).__name__}")
 
 
+def frozen(value):
+    """`value` with each MutableArray in it replaced by its contents now, as a tensor: what a graph cond's
+    branch or loop's body hands out of the construct. Its arrays' contents are put back as they were
+    before the construct once the branch or body is traced, so they must be read before that."""
+    if not any(isinstance(v, MutableArray) for v in nest.flatten(value)):
+        return value
+    return nest.map_structure(lambda v: v.tensor() if isinstance(v, MutableArray) else v, value)
+
+
 def set_array_item(target, key, value):
     """`target[key] = value` for a numpy array or MutableArray `target`; returns the array written.
 
@@ -264,7 +469,7 @@ def set_array_item(target, key, value):
     MutableArray holding a copy of its contents, with the item written; that is refused where other
     references to the numpy array would not see the write (array_aliases).
     """
-    if isinstance(target, np.ndarray) and (_staged() or _holds_graph_value((key, value))):
+    if isinstance(target, np.ndarray) and (_staged() or holds_graph_value((key, value))):
         refuse_if_shared(target, "`{name}[...] = ...`")
         target = MutableArray(target.copy())
     target[key] = value
@@ -274,16 +479,6 @@ def set_array_item(target, key, value):
 def _staged() -> bool:
     """Whether a graph branch or loop body is being traced."""
     return trace_state().tracing > 0 and graph.get_default_graph().context is not None
-
-
-def _holds_graph_value(x) -> bool:
-    if isinstance(x, (tuple, list)):
-        return any(_holds_graph_value(v) for v in x)
-    if isinstance(x, dict):
-        return any(_holds_graph_value(v) for v in x.values())
-    if isinstance(x, MutableArray):
-        return not x.is_known
-    return isinstance(x, Tensor) or hasattr(type(x), "_as_graph_tensor")
 
 
 def _contents(x):

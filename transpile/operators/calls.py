@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import functools
 import threading
+import time
 import types
 import weakref
 
@@ -15,13 +16,14 @@ import numpy as np
 
 import graph
 import graph.ops.numpy_random
+from graph.logs import get_logger
 from graph.node import Tensor
 from transpile import conversion
 from transpile.converters.call_trees import is_library_object
 from transpile.errors import ConversionError
 from transpile.operators.arrays import NEW_ARRAY_FUNCTIONS, new_array
 from transpile.operators.conditionals import if_exp, if_stmt
-from transpile.operators.data_structures import TensorList, list_append, set_item
+from transpile.operators.data_structures import TensorList, list_append, set_attribute_item, set_item
 from transpile.operators.iterables import enumerate_, range_, zip_
 from transpile.operators.list_items import append_at
 from transpile.operators.logical import and_, not_, or_
@@ -44,6 +46,7 @@ from transpile.operators.trace_state import trace_state
 from transpile.operators.values import Undefined, ld, to_global, undefined_return
 
 _MAX_RECURSION = 48
+logger = get_logger(__name__)
 
 # conversions per code object, and their instances per function (with its globals, defaults, closure)
 _conversions: dict = {}
@@ -56,8 +59,11 @@ def conversion_of(fn: types.FunctionType) -> conversion.Converted:
     with _cache_lock:
         converted = _conversions.get(fn.__code__)
         if converted is None:
+            start = time.perf_counter()
             converted = conversion.convert_function(fn)
             _conversions[fn.__code__] = converted
+            logger.debug("converted %s (%s:%d) in %.1f ms", fn.__qualname__, fn.__code__.co_filename,
+                         fn.__code__.co_firstlineno, (time.perf_counter() - start) * 1e3)
         return converted
 
 
@@ -184,7 +190,8 @@ ag_namespace = types.SimpleNamespace(
     if_stmt=if_stmt, if_exp=if_exp, while_stmt=while_stmt, for_stmt=for_stmt,
     and_=and_, or_=or_, not_=not_,
     Undefined=Undefined, undefined_return=undefined_return, ld=ld, to_global=to_global,
-    list_append=list_append, append_at=append_at, set_item=set_item, assert_stmt=assert_stmt, call=call, fstr=fstr, fmt=fmt,
+    list_append=list_append, append_at=append_at, set_item=set_item, set_attribute_item=set_attribute_item,
+    assert_stmt=assert_stmt, call=call, fstr=fstr, fmt=fmt,
     print=print_, range=range_, len=len_, enumerate=enumerate_, zip=zip_, abs=abs_, min=min_, max=max_,
     sum=sum_, int=int_, float=float_, bool=bool_, isinstance=isinstance_,
 )

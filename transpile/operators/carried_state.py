@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from transpile.operators.arrays import (
     MutableArray,
+    frozen,
     journal_mark,
     undo_writes,
     written_since,
@@ -123,7 +124,7 @@ class CarriedWrites:
             for slot, value in zip(self.slots, inside, strict=True):
                 slot.set(value)
         try:
-            out = fn()
+            out = frozen(fn())
             new = [_ArraySlot(a) for a in written_since(mark)]
             for obj, was in snapshot:
                 now = vars(obj)

@@ -258,6 +258,15 @@ def list_append(target, value):
     return target
 
 
+def set_attribute_item(owner, name: str, key, value) -> None:
+    """`owner.name[key] = value`: the attribute is set again only where the write made a new value (a
+    tensor's), not where it changed the object in place (an array, a list, a view such as `a.T`)."""
+    target = getattr(owner, name)
+    written = set_item(target, key, value)
+    if written is not target:
+        setattr(owner, name, written)
+
+
 def set_item(target, key, value, in_place=None):
     """`target[key] = value`; returns the target (a new tensor when the target is a tensor).
 

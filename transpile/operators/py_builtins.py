@@ -9,6 +9,7 @@ import numpy as np
 
 import graph
 from graph.node import Tensor
+from transpile.operators.arrays import MutableArray
 from transpile.operators.data_structures import TensorList, list_truth
 from transpile.operators.iterables import GraphRange, RangeSource, enumerate_, range_, zip_
 from transpile.operators.leaves import is_tensor, is_weak
@@ -98,7 +99,11 @@ def bool_(x=False):
 
 
 def isinstance_(obj, classinfo):
-    """`isinstance(obj, classinfo)`; a tensor counts as the Python or numpy value it stands for."""
+    """`isinstance(obj, classinfo)`; a tensor counts as the Python or numpy value it stands for, and an
+    array of converted code (a MutableArray) as a numpy array."""
+    if isinstance(obj, MutableArray):
+        classes = classinfo if isinstance(classinfo, tuple) else (classinfo,)
+        return any(c is np.ndarray or builtins.isinstance(obj, c) for c in classes)
     if not isinstance(obj, Tensor):
         return builtins.isinstance(obj, classinfo)
     classes = classinfo if isinstance(classinfo, tuple) else (classinfo,)

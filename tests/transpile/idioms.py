@@ -1,0 +1,51 @@
+"""The check the idiom tests share: a converted function gives what plain Python gives.
+
+Values, dtypes and structure of the results, and the arguments after the call (Python changes an array
+argument written in place, so the caller sees the write), in every execution mode.
+"""
+from __future__ import annotations
+
+import copy
+
+import numpy as np
+
+import transpile
+
+MODES = ("compiled", "dataflow")
+
+
+def assert_same(got, want, path: str = "result") -> None:
+    """`got` equals `want` in structure, values and dtypes (a Python number counts as numpy's scalar of
+    its kind: what `np.asarray` makes of it)."""
+    if isinstance(want, dict):
+        assert isinstance(got, dict) and list(got) == list(want), f"{path}: {got!r} != {want!r}"
+        for k in want:
+            assert_same(got[k], want[k], f"{path}[{k!r}]")
+        return
+    if isinstance(want, (tuple, list)):
+        assert type(got) is type(want) and len(got) == len(want), f"{path}: {got!r} != {want!r}"
+        for i, (g, w) in enumerate(zip(got, want)):
+            assert_same(g, w, f"{path}[{i}]")
+        return
+    if want is None or isinstance(want, (str, bytes)):
+        assert got == want, f"{path}: {got!r} != {want!r}"
+        return
+    w, g = np.asarray(want), np.asarray(got)
+    assert g.dtype == w.dtype, f"{path}: dtype {g.dtype} != {w.dtype} ({got!r} vs {want!r})"
+    assert g.shape == w.shape, f"{path}: shape {g.shape} != {w.shape} ({got!r} vs {want!r})"
+    np.testing.assert_allclose(g, w, rtol=1e-12, atol=0, equal_nan=True, err_msg=path)
+
+
+def assert_like_python(fn, *argsets, modes=MODES, **options):
+    """For every argument tuple: `transpile.function(fn)` returns what `fn` returns and leaves its
+    arguments as `fn` leaves them, in each mode. Returns the converted functions."""
+    converted = {mode: transpile.function(fn, mode=mode, **options) for mode in modes}
+    for args in argsets:
+        want_args = copy.deepcopy(args)
+        want = fn(*want_args)
+        for mode, f in converted.items():
+            got_args = copy.deepcopy(args)
+            got = f(*got_args)
+            assert_same(got, want, f"{mode}: result")
+            assert_same(list(got_args), list(want_args), f"{mode}: arguments after the call")
+    return converted
