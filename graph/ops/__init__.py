@@ -3,7 +3,8 @@
 from graph.ops import communication, numpy_api, tensor_methods  # noqa: F401
 from graph.ops.array import *  # noqa: F401,F403
 from graph.ops.basic import assert_, group, identity, no_op, placeholder, print_, stop_gradient
-from graph.ops.conversion import constant, convert, static_value
+from graph.ops.conversion import constant, static_value
+from graph.ops.conversion import convert_to_tensor as convert
 from graph.ops.creation import *  # noqa: F401,F403
 from graph.ops.indexing import *  # noqa: F401,F403
 from graph.ops.math import *  # noqa: F401,F403

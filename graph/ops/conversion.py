@@ -24,28 +24,58 @@ register_op("Const", lambda i, a: [(a["dtype"], a["value"].shape)], hoist=True, 
 
 
 def constant(value, dtype=None, name: str | None = None) -> Tensor:
-    """A Const node holding `value` (a numpy array or Python value)."""
+    """A Const node of its own holding `value` (a numpy array or Python value).
+
+    Two equal constants are two nodes: each can be fed, or differentiated with respect to, alone
+    (`grad.gradients(a * b, [a])` with `a` and `b` both 2.0 is 2.0, as in TensorFlow)."""
+    return _new_constant(_constant_array(value, dtype), name)
+
+
+def _constant_array(value, dtype) -> np.ndarray:
     arr = np.asarray(value, dtype=None if dtype is None else _dt.as_dtype(dtype))
     if arr.dtype == object:
         raise DTypeError(f"cannot make a constant from {type(value).__name__} value {value!r}")
-    g = get_default_graph()
-    cache = g.constant_cache
-    # a named constant, or one that gets control inputs, is a node of its own
-    small = arr.size <= 16 and name is None and not g.has_control_dependencies
-    key = (arr.dtype.str, arr.shape, arr.tobytes()) if small else None
-    if key is not None and key in cache:
-        return cache[key]
+    return arr
+
+
+def _new_constant(arr: np.ndarray, name: str | None) -> Tensor:
     arr = arr.copy()
     arr.flags.writeable = False
-    t = make_op("Const", [], {"value": arr, "dtype": arr.dtype}, name=name).outputs[0]
-    if key is not None:
-        cache[key] = t
-    return t
+    return make_op("Const", [], {"value": arr, "dtype": arr.dtype}, name=name).outputs[0]
+
+
+def literal(value, dtype=None) -> Tensor:
+    """The Const of a value that an op builder is given where it takes a tensor (`x * 2.0`, a shape):
+    small equal literals share one node, since nothing outside can reach it to feed it or to
+    differentiate with respect to it alone. A literal built under `control_dependencies` gets a node
+    of its own (its control inputs are its own)."""
+    arr = _constant_array(value, dtype)
+    g = get_default_graph()
+    if arr.size > 16 or g.has_control_dependencies:
+        return _new_constant(arr, None)
+    key = (arr.dtype.str, arr.shape, arr.tobytes())
+    cached = g.constant_cache.get(key)
+    if cached is None:
+        cached = g.constant_cache[key] = _new_constant(arr, None)
+    return cached
 
 
 def convert(value, dtype=None, like: Tensor | None = None, name: str | None = None) -> Tensor:
-    """Tensor for `value`: tensors pass through; Python scalars take `like`'s dtype
-    when compatible (numpy's weak-scalar rule); other values become constants."""
+    """Tensor for an op's argument `value`: tensors pass through; Python scalars take `like`'s dtype
+    when compatible (numpy's weak-scalar rule); other values become literals (`literal`: small equal
+    ones share a Const), or a constant of its own when `name` is given."""
+    if name is not None:
+        return _convert(value, dtype, like, lambda v, dt: constant(v, dt, name=name))
+    return _convert(value, dtype, like, literal)
+
+
+def convert_to_tensor(value, dtype=None, like: Tensor | None = None, name: str | None = None) -> Tensor:
+    """`graph.convert`: as `convert`, but a value that is not a tensor becomes a Const node of its
+    own (as `graph.constant`), which the caller can feed or differentiate with respect to alone."""
+    return _convert(value, dtype, like, lambda v, dt: constant(v, dt, name=name))
+
+
+def _convert(value, dtype, like, make_constant) -> Tensor:
     if isinstance(value, Tensor):
         if dtype is not None and value.dtype != _dt.as_dtype(dtype):
             raise DTypeError(f"expected a {_dt.as_dtype(dtype)} tensor, got {value.describe()}, a {value.dtype} tensor")
@@ -57,7 +87,7 @@ def convert(value, dtype=None, like: Tensor | None = None, name: str | None = No
         dtype = _dt.dtype_of_python_scalar(value, like.dtype if like is not None else None)
     if isinstance(value, (list, tuple)) and any(_contains_tensor(v) for v in value):
         return stack([convert(v, dtype, like) for v in value])
-    return constant(value, dtype, name=name)
+    return make_constant(value, dtype)
 
 
 def _contains_tensor(v) -> bool:

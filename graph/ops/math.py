@@ -179,3 +179,11 @@ def matmul(a, b, name: str | None = None) -> Tensor:
     """`a @ b` with numpy's rules (1-D operands, broadcast batch dims)."""
     a, b = convert_pair(a, b)
     return make_op("MatMul", [a, b], name=name).outputs[0]
+
+# the op builders (a star import must not pass on `convert`: graph.convert is the public one)
+__all__ = ["infer", "add", "sub", "mul", "truediv", "floordiv", "mod", "pow", "atan2", "maximum", "minimum",
+           "equal", "not_equal", "less", "less_equal", "greater", "greater_equal", "logical_and",
+           "logical_or", "logical_xor", "bitwise_and", "bitwise_or", "bitwise_xor", "neg", "abs", "exp",
+           "log", "sqrt", "square", "tanh", "sigmoid", "relu", "sign", "floor", "ceil", "round", "sin",
+           "cos", "log1p", "expm1", "reciprocal", "logical_not", "invert", "isnan", "isfinite", "tanh_grad",
+           "sigmoid_grad", "cast", "matmul"]
