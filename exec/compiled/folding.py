@@ -25,11 +25,12 @@ SHAPE_ONLY = frozenset({"OnesLike", "ZerosLike", "Shape", "Size", "Rank"})
 MAX_ELEMENTS = 1 << 12
 
 
-def fold_constants(steps: list, kernel_of, constant_of) -> dict:
+def fold_constants(steps: list, kernel_of, constant_of, fed: frozenset = frozenset()) -> dict:
     """(node id, port) -> value of every output the steps compute from constants alone; the
-    folded Call steps are removed from `steps` (and from the loops in them)."""
+    folded Call steps are removed from `steps` (and from the loops in them). A fed Const (in `fed`,
+    the fed nodes) is no constant: it takes the fed value, as in the dataflow executor."""
     values: dict = {}
-    _fold(steps, values, kernel_of, constant_of)
+    _fold(steps, values, kernel_of, lambda node: _NOT_CONSTANT if node in fed else constant_of(node))
     return values
 
 

@@ -48,7 +48,8 @@ def compile_program(fetches: list[Tensor], targets: list[Node], feeds: list[Tens
     structure.Unstructured where the graph's control flow is not one the compiler handles."""
     program = structure(fetches, targets, feeds)
     constant_of = lambda node: _kernels.get_kernel(node, rt)()  # noqa: E731
-    folded = fold_constants(program.steps, lambda node: _kernels.get_kernel(node, rt), constant_of)
+    folded = fold_constants(program.steps, lambda node: _kernels.get_kernel(node, rt), constant_of,
+                            frozenset(program.fed))
     kernel_of = _kernel_chooser(program, rt, folded)
     serial = next(_serial)
     filename = f"<compiled {name} #{serial}>"

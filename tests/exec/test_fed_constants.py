@@ -1,0 +1,82 @@
+"""A fed node takes the fed value in every mode, constants included: the compiled program, the dataflow
+executor and the reference interpreter agree with the program evaluated in numpy with the fed values
+substituted, whether the constants are read at the top level, in a cond branch or in a loop body, and
+whatever constants are equal (each `graph.constant` is a node of its own)."""
+import numpy as np
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import graph as G
+from exec import Session
+from exec.reference import run_reference
+
+_VALUES = st.sampled_from([0.0, 1.0, 2.0, -1.5])
+_OPS = {"add": np.add, "mul": np.multiply, "sub": np.subtract, "max": np.maximum}
+
+# An expression over constants c[k]: ("c", k), (op, left, right), or ("where", left, right) taking
+# left when it is > 0 (a graph cond) or ("loop", e): e added three times in a graph while loop.
+_leaf = st.builds(lambda k: ("c", k), st.integers(0, 3))
+_expr = st.recursive(_leaf, lambda sub: st.one_of(
+    st.tuples(st.sampled_from(sorted(_OPS)), sub, sub),
+    st.tuples(st.just("where"), sub, sub),
+    st.tuples(st.just("loop"), sub)), max_leaves=6)
+
+
+def _numpy(e, c):
+    if e[0] == "c":
+        return c[e[1]]
+    if e[0] == "where":
+        left = _numpy(e[1], c)
+        return left if left > 0 else _numpy(e[2], c)
+    if e[0] == "loop":
+        return 3 * _numpy(e[1], c)
+    return _OPS[e[0]](_numpy(e[1], c), _numpy(e[2], c))
+
+
+def _graph(e, c):
+    if e[0] == "c":
+        return c[e[1]]
+    if e[0] == "where":
+        left = _graph(e[1], c)
+        return G.cond(left > 0.0, lambda: left, lambda: _graph(e[2], c))
+    if e[0] == "loop":
+        _, total = G.while_loop(lambda i, s: i < 3, lambda i, s: (i + 1, s + _graph(e[1], c)),
+                                (G.constant(0), G.constant(0.0)))
+        return total
+    return getattr(G, {"add": "add", "mul": "mul", "sub": "sub", "max": "maximum"}[e[0]])(
+        _graph(e[1], c), _graph(e[2], c))
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(_expr, st.lists(_VALUES, min_size=4, max_size=4), st.lists(st.one_of(st.none(), _VALUES), min_size=4,
+                                                                     max_size=4))
+def test_fed_constants_take_the_fed_value_in_every_mode(expr, values, fed):
+    g = G.Graph()
+    with g.as_default():
+        consts = [G.constant(v) for v in values]
+        y = G.convert(_graph(expr, consts)) + 0.0
+    feeds = {c: f for c, f in zip(consts, fed, strict=True) if f is not None}
+    want = _numpy(expr, [v if f is None else f for v, f in zip(values, fed, strict=True)])
+    for mode in ("compiled", "dataflow"):
+        assert Session(g, mode=mode).run(y, feeds) == want, mode
+    assert run_reference(y, feeds) == want
+
+
+def test_feeding_one_of_two_equal_constants_feeds_that_one():
+    g = G.Graph()
+    with g.as_default():
+        q, r = G.constant(0), G.constant(0)
+        y = q > r
+    for mode in ("compiled", "dataflow"):
+        assert Session(g, mode=mode).run(y, {q: 3}), mode
+        assert not Session(g, mode=mode).run(y, {r: 3}), mode
+
+
+def test_a_fed_constant_is_not_folded_into_compiled_code():
+    g = G.Graph()
+    with g.as_default():
+        c = G.constant(0.0)
+        y = c + 1.0
+    sess = Session(g, mode="compiled")
+    assert sess.run(y) == 1.0
+    assert sess.run(y, {c: 5.0}) == 6.0
