@@ -27,16 +27,19 @@ The result is pure graph: running it is exec's job (exec/multi_device.py).
 """
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from graph.core import Graph, Node
+from graph.logs import get_logger
 from graph.node import Tensor
 from graph.ops.communication import CONTROL_DUMMY
 from graph.printing import format_node
 
 _BOOL = np.dtype(bool)
+logger = get_logger(__name__)
 
 
 @dataclass
@@ -72,7 +75,18 @@ def partition(graph: Graph, placement: dict[Node, str], nodes: list[Node] | None
     """Partitions `nodes` (default: all of `graph`, in graph order) by `placement` (`dist.place`).
     Nodes in `fed` are copied without their inputs: their values are fed at run time."""
     nodes = list(graph.nodes) if nodes is None else sorted(nodes, key=lambda n: n.id)
-    return _Partitioner(graph, placement, nodes, fed).run()
+    parted = _Partitioner(graph, placement, nodes, fed).run()
+    if logger.isEnabledFor(logging.DEBUG):
+        _log_cut(parted, len(nodes))
+    return parted
+
+
+def _log_cut(parted: Partitioned, num_nodes: int) -> None:
+    sends = sum(len(s) for s in parted.sends.values())
+    recvs = sum(n.op == "Recv" for n in parted.graph.nodes)
+    logger.debug("partitioned %d nodes onto %d devices (%s): %d Sends, %d Recvs; %d nodes after (control loops "
+                 "included)", num_nodes, len(parted.devices), ", ".join(parted.devices), sends, recvs,
+                 len(parted.graph.nodes))
 
 
 class _Partitioner:

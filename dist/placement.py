@@ -26,12 +26,17 @@ The result is a dict node -> canonical device name ("/task:0/cpu:1"). The graph 
 """
 from __future__ import annotations
 
+import logging
+from collections import Counter
+
 from graph import dtypes as _dt
 from graph.core import Graph, Node
 from graph.devices import UNPLACED, DeviceSpec, canonical_device, parse_device
 from graph.errors import GraphError
+from graph.logs import get_logger
 
 DEFAULT_DEVICE = "/task:0/cpu:0"
+logger = get_logger(__name__)
 
 
 class PlacementError(GraphError, ValueError):
@@ -58,6 +63,9 @@ def place(graph: Graph, nodes: list[Node] | None = None, default_device: str = D
     default = canonical_device(default_device)
     placed = {n: groups.device(n) or default for n in nodes}
     _host_memory_to_cpu(nodes, groups, placed)
+    if logger.isEnabledFor(logging.DEBUG):
+        counts = Counter(placed.values())
+        logger.debug("placed %d nodes: %s", len(placed), ", ".join(f"{d} {k}" for d, k in sorted(counts.items())))
     return placed
 
 

@@ -1,7 +1,9 @@
 """`Session(graph).run(fetches, feed_dict)`: runs graphs as compiled code or with the frame-tagged executor."""
 from __future__ import annotations
 
+import logging
 import threading
+import time
 
 import numpy as np
 
@@ -19,6 +21,9 @@ from graph import dtypes as _dt
 from graph import nest
 from graph import shapes as _sh
 from graph.core import Graph, Node, Tensor, get_default_graph
+from graph.logs import get_logger
+
+logger = get_logger(__name__)
 
 _pools: dict[int, Pool] = {}
 _pools_lock = threading.Lock()
@@ -146,9 +151,13 @@ class Session:
         if plan is None:
             self._check_same_graph(tensors, targets, feeds)
             self.graph.validate()
+            start = time.perf_counter()
             # a graph whose nodes name several devices is partitioned, one plan per device (exec/multi_device.py)
             plan = plan_run(self.graph, tensors, targets, feeds, self.runtime, use_pool=self.inter_op_threads > 0,
                             partition=_partition, device=self.device)
+            if logger.isEnabledFor(logging.DEBUG):
+                logger.debug("plan for %d fetches, %d targets and %d feeds built in %.1f ms: %s", len(tensors),
+                             len(targets), len(feeds), (time.perf_counter() - start) * 1e3, _describe(plan))
             if len(self._plans) > 64:
                 self._plans.clear()
                 self._programs.clear()
@@ -173,10 +182,14 @@ class Session:
                                "runs on a dataflow executor of its own")
         got = self._compilations.get(id(plan))
         if got is None or got[0] is not plan:
+            start = time.perf_counter()
             try:
                 result = compile_program(tensors, targets, feeds, self.runtime)
             except Unstructured as e:
                 result = e
+            else:
+                logger.debug("plan of %d nodes compiled in %.1f ms", len(plan.nodes),
+                             (time.perf_counter() - start) * 1e3)
             got = self._compilations[id(plan)] = (plan, result)
         if isinstance(got[1], Unstructured):
             raise got[1]
@@ -273,6 +286,14 @@ class _Runner:
             else:
                 out.append(None)
         return out
+
+
+def _describe(plan) -> str:
+    """A plan's size for the log: its nodes, and its devices when it has several."""
+    if isinstance(plan, DevicesPlan):
+        nodes = sum(len(part[1].nodes) for part in plan.parts)
+        return f"{nodes} nodes on {len(plan.parts)} devices ({', '.join(plan.devices)})"
+    return f"{len(plan.nodes)} nodes{', heavy kernels on the pool' if plan.uses_pool else ''}"
 
 
 def _partition(graph: Graph, nodes: list, fed: set):

@@ -1,6 +1,9 @@
 """`gradients(ys, xs)`: reverse mode that adds the backward computation to the graph."""
 from __future__ import annotations
 
+import logging
+import time
+
 from grad.accumulate import add_n, conform
 from grad.aliases import check_aliases
 from grad.analysis import GraphIndex, Target, ancestors, differentiable_dtype, variable_of
@@ -13,8 +16,11 @@ from graph import dtypes as _dt
 from graph import nest
 from graph.core import Tensor
 from graph.errors import GraphError, user_location
+from graph.logs import get_logger
 from graph.ops.conversion import convert
 from graph.ops.creation import ones_like, zeros
+
+logger = get_logger(__name__)
 
 
 def gradients(ys, xs, grad_ys=None, unconnected: str = "zero", non_differentiable: str = "warn",
@@ -61,6 +67,7 @@ def gradients(ys, xs, grad_ys=None, unconnected: str = "zero", non_differentiabl
     if not y_list:
         raise GraphError("gradients needs at least one y")
     graph = y_list[0].graph
+    start, nodes_before = time.perf_counter(), len(graph.nodes)
     top = graph.context
     for y in y_list:
         if y.graph is not graph:
@@ -91,7 +98,17 @@ def gradients(ys, xs, grad_ys=None, unconnected: str = "zero", non_differentiabl
                 if unconnected == "zero":
                     g = _zeros(target, state)
             out.append(g)
+    _log_built(graph, nodes_before, start, len(y_list), targets)
     return nest.pack_as(xs, out)
+
+
+def _log_built(graph, nodes_before: int, start: float, num_ys: int, targets) -> None:
+    if not logger.isEnabledFor(logging.DEBUG):
+        return
+    added = graph.nodes[nodes_before:]
+    loops = sum(n.op == "LoopCond" for n in added)
+    logger.debug("gradients of %d ys with respect to %d xs: %d nodes added (%d gradient loops) in %.1f ms", num_ys,
+                 len(targets), len(added), loops, (time.perf_counter() - start) * 1e3)
 
 
 def check_visible_from(t: Tensor, top, what: str) -> None:

@@ -23,7 +23,10 @@ from typing import Callable
 from exec.compiled.program import Program
 from exec.compiled.structure import Unstructured
 from graph import shapes as _sh
+from graph.logs import get_logger
 from graph.node import Node
+
+logger = get_logger(__name__)
 
 MODES = ("auto", "compiled", "dataflow")
 # An elementwise kernel on at least this many elements runs long enough (~100 us) for the pool
@@ -43,13 +46,18 @@ def select_program(mode: str, compile_plan: Callable[[], Program]) -> Program | 
     (the mode says so, or the plan's control flow is not one the compiler structures);
     `compile_plan()` compiles the plan (exec.compiled.compile_program) or raises Unstructured."""
     if mode == "dataflow":
+        logger.debug("plan runs on the dataflow executor: mode='dataflow'")
         return None
     try:
         program = compile_plan()
-    except Unstructured:
+    except Unstructured as e:
+        logger.debug("plan runs on the dataflow executor: the compiler does not structure its control flow (%s)", e)
         return None
     if mode == "auto" and prefers_dataflow(program.nodes):
+        logger.debug("plan runs on the dataflow executor: mode='auto' and it has heavy kernels that can run side by "
+                     "side on the executor's pool")
         return None
+    logger.debug("plan runs as compiled code: mode=%r", mode)
     return program
 
 

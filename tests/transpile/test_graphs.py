@@ -166,7 +166,7 @@ def test_retrace_report_names_what_changed(caplog):
     f = transpile.function(train)
     w, x, y = _data()
     f(w, x, y, 0.1, 5)
-    with caplog.at_level(logging.DEBUG, logger="transpile"):
+    with caplog.at_level(logging.INFO, logger="flowgraph.transpile"):
         f(w, x[:8], y[:8], 0.1, 5)
     assert f.last_retrace_report == ("retracing train: x: float64[16,3] -> float64[8,3]; "
                                      "y: float64[16] -> float64[8]")
