@@ -24,6 +24,7 @@ from graph.logs import get_logger
 from graph.node import Tensor
 from graph.saving import Output, Signature, load_saved
 from transpile import captured_state, fast_calls, operators, signatures
+from transpile.operators.leaves import mark_weak_type
 from transpile.operators.loop_options import memory_policy_options
 from transpile.operators.trace_state import trace_state
 
@@ -573,6 +574,8 @@ class Function:
                     arrays.append(ArgumentArray(k, None if structure is None else i, array, ph))
                     out.append(array)
                 else:
+                    if type(leaf) in (bool, int, float):  # weak beside arrays, as numpy's Python scalars
+                        mark_weak_type(ph, type(leaf))
                     out.append(ph)
             else:
                 phs.append(None)

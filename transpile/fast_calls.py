@@ -18,7 +18,8 @@ from typing import Callable
 import numpy as np
 
 MISS = type("Miss", (), {"__repr__": lambda self: "MISS", "__slots__": ()})()
-# numpy's default dtype for each Python scalar type: the dtype such an argument is traced with
+# numpy's default dtype for each Python scalar type: the dtype such an argument is traced with (a Python
+# number is weak beside arrays, a numpy scalar is not: they are traced apart)
 _PYTHON_TYPES = {np.dtype(np.bool_): bool, np.dtype(np.int64): int, np.dtype(np.float64): float,
                  np.dtype(np.complex128): complex}
 _serial = itertools.count(1)
@@ -88,13 +89,12 @@ def _check(spec, v: str, k: int, env: dict) -> str | None:
         return f"type({v}) is not T{k} or {v} != V{k}"
     dtype, shape = np.dtype(spec.dtype), spec.shape
     env[f"D{k}"] = dtype
-    if shape == ():
+    if spec.form == "python":
+        env[f"P{k}"] = _PYTHON_TYPES[dtype]
+        return f"type({v}) is not P{k}"
+    if spec.form == "scalar":
         env[f"G{k}"] = dtype.type
-        python = _PYTHON_TYPES.get(dtype)
-        if python is None:
-            return f"type({v}) is not G{k}"
-        env[f"P{k}"] = python
-        return f"type({v}) is not G{k} and type({v}) is not P{k}"
+        return f"type({v}) is not G{k}"
     if None in shape:
         dims = " or ".join(f"{v}.shape[{i}] != {d}" for i, d in enumerate(shape) if d is not None)
         return f"type({v}) is not ndarray or {v}.dtype != D{k} or {v}.ndim != {len(shape)}" + \

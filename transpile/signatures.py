@@ -22,8 +22,13 @@ class ArgSpec:
     dtype: object = None
     shape: tuple = ()
     value: object = None
+    # an input's Python form: "python" (a Python number: weak beside arrays, as in numpy), "scalar" (a
+    # numpy scalar) or "array" (an array, written in place by the function as Python would)
+    form: str = ""
 
     def describe(self) -> str:
+        if self.kind == "input" and self.form == "python":
+            return f"Python {type(np.zeros((), self.dtype).item()).__name__}"
         if self.kind == "input":
             return f"{self.dtype}[{','.join('?' if d is None else str(d) for d in self.shape)}]"
         if self.kind == "static":
@@ -34,33 +39,33 @@ class ArgSpec:
 
     def key(self):
         if self.kind == "input":
-            return ("input", str(self.dtype), self.shape)
+            return ("input", str(self.dtype), self.shape, self.form)
         if self.kind == "static":
             return ("static", type(self.value).__name__, self.value)
         return (self.kind, id(self.value))
 
 
 def _leaf_kind(value, static: bool) -> tuple:
-    """(kind, dtype, shape) of an argument leaf: how it enters a trace (see ArgSpec)."""
+    """(kind, dtype, shape, form) of an argument leaf: how it enters a trace (see ArgSpec)."""
     if isinstance(value, Tensor):
         raise TypeError("a graph tensor cannot be passed to a transpile.function from outside a trace")
     if getattr(value, "is_variable", False):
-        return "variable", None, ()
+        return "variable", None, (), ""
     if not static:
         if isinstance(value, (bool, int, float, complex)) and not isinstance(value, np.generic):
-            return "input", graph.dtypes.dtype_of_python_scalar(value), ()
+            return "input", graph.dtypes.dtype_of_python_scalar(value), (), "python"
         if isinstance(value, (np.ndarray, np.generic)) and value.dtype.kind in "biufc":
-            return "input", value.dtype, tuple(value.shape)
+            return "input", value.dtype, tuple(value.shape), "array" if isinstance(value, np.ndarray) else "scalar"
     try:
         hash(value)
     except TypeError:
-        return "object", None, ()
-    return "static", None, ()
+        return "object", None, (), ""
+    return "static", None, (), ""
 
 
 def _leaf_spec(value, static: bool) -> ArgSpec:
-    kind, dtype, shape = _leaf_kind(value, static)
-    return ArgSpec(kind, dtype, shape) if kind == "input" else ArgSpec(kind, value=value)
+    kind, dtype, shape, form = _leaf_kind(value, static)
+    return ArgSpec(kind, dtype, shape, form=form) if kind == "input" else ArgSpec(kind, value=value)
 
 
 def _structure_specs(value, static: bool):
@@ -114,7 +119,7 @@ class Signature:
                 return False
             for a, b in zip(mine, theirs, strict=True):
                 if a.kind == "input" and b.kind == "input":
-                    if a.dtype != b.dtype or len(a.shape) != len(b.shape) or \
+                    if a.dtype != b.dtype or a.form != b.form or len(a.shape) != len(b.shape) or \
                             any(x is not None and x != y for x, y in zip(a.shape, b.shape)):
                         return False
                 elif a.key() != b.key():
@@ -131,9 +136,10 @@ class Signature:
                 return None
             row = []
             for a, b in zip(mine, theirs, strict=True):
-                if a.kind == "input" and b.kind == "input" and a.dtype == b.dtype and len(a.shape) == len(b.shape):
-                    row.append(ArgSpec("input", a.dtype, tuple(x if x == y else None
-                                                                for x, y in zip(a.shape, b.shape))))
+                if a.kind == "input" and b.kind == "input" and a.dtype == b.dtype and a.form == b.form \
+                        and len(a.shape) == len(b.shape):
+                    row.append(ArgSpec("input", a.dtype, tuple(x if x == y else None for x, y in zip(a.shape, b.shape)),
+                                       form=a.form))
                 elif a.key() == b.key():
                     row.append(a)
                 else:
@@ -166,7 +172,8 @@ def expand_arguments(bound: inspect.BoundArguments) -> list:
 
 
 # Python scalars enter a trace as graph inputs of numpy's default dtype for their type
-_PYTHON_SCALAR_KEYS = {t: ("input", graph.dtypes.dtype_of_python_scalar(t()), ()) for t in (bool, int, float, complex)}
+_PYTHON_SCALAR_KEYS = {t: ("input", graph.dtypes.dtype_of_python_scalar(t()), (), "python")
+                       for t in (bool, int, float, complex)}
 
 
 def call_key(values, static) -> tuple | None:
@@ -190,14 +197,14 @@ def _leaf_key(value, static: bool):
     if not static:
         if cls is np.ndarray or isinstance(value, np.generic):
             if value.dtype.kind in "biufc":
-                return ("input", value.dtype, value.shape)
+                return ("input", value.dtype, value.shape, "array" if cls is np.ndarray else "scalar")
         else:
             known = _PYTHON_SCALAR_KEYS.get(cls)
             if known is not None:
                 return known
-    kind, dtype, shape = _leaf_kind(value, static)
+    kind, dtype, shape, form = _leaf_kind(value, static)
     if kind == "input":
-        return (kind, dtype, shape)
+        return (kind, dtype, shape, form)
     if kind == "static":
         return (kind, cls, value)
     return (kind, id(value))   # kept alive by the signature stored with the key
