@@ -43,4 +43,5 @@ MAYBE_DEFINED_IN = "maybe_defined_in"
 MAYBE_DEFINED_BEFORE = "maybe_defined_before"  # on compound statements: may be defined on entering it
 MAYBE_UNDEFINED = "maybe_undefined"  # on a Name load: it may run before the name is assigned
 ORIGIN = "origin"                # the user's (line, col) a generated node stands for
+CLASS_BODY = "class_body"        # on a ClassDef: its body, which converters see as `pass` (conversion.py)
 GENERATED = "generated"          # names created by converters (flags, return values)

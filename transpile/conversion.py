@@ -134,7 +134,6 @@ def _nested_generators(fn_node):
     return out
 
 
-_CLASS_BODY = "class_body"
 
 
 def _hide_class_bodies(fn_node) -> None:
@@ -144,16 +143,16 @@ def _hide_class_bodies(fn_node) -> None:
     while todo:
         n = todo.pop()
         if isinstance(n, gast.ClassDef):
-            anno.set_anno(n, _CLASS_BODY, n.body)  # classes nested in it stay inside the hidden body
+            anno.set_anno(n, anno.CLASS_BODY, n.body)  # classes nested in it stay inside the hidden body
             n.body = [ast_util.locate(gast.Pass(), n)]
         else:
             todo.extend(gast.iter_child_nodes(n))
 
 
 def _restore_class_bodies(fn_node) -> None:
-    for n in [n for n in gast.walk(fn_node) if isinstance(n, gast.ClassDef) and anno.has_anno(n, _CLASS_BODY)]:
-        n.body = anno.get_anno(n, _CLASS_BODY)
-        anno.del_anno(n, _CLASS_BODY)
+    for n in [n for n in gast.walk(fn_node) if isinstance(n, gast.ClassDef) and anno.has_anno(n, anno.CLASS_BODY)]:
+        n.body = anno.get_anno(n, anno.CLASS_BODY)
+        anno.del_anno(n, anno.CLASS_BODY)
 
 
 def _closure_values(fn) -> dict:

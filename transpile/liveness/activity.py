@@ -284,8 +284,24 @@ class _Analyzer(gast.NodeVisitor):
         self._function(node, None)
 
     def visit_ClassDef(self, node):
-        for b in node.bases + node.decorator_list:
+        for b in node.bases + node.decorator_list + [k.value for k in node.keywords]:
             self.visit(b)
+        if self.scope is None:
+            return
+        self._statement(node, lambda: self._class(node))
+
+    def _class(self, node) -> None:
+        """A class defined in the function: its body and methods read the function's variables as nested
+        functions do (a method reading a variable that a graph loop changes needs it carried as a cell)."""
+        outer = self.scope
+        class_scope = self._enter(isolated=True)
+        for s in anno.get_anno(node, anno.CLASS_BODY, node.body):
+            self.visit(s)
+        self.scope = outer
+        captured = class_scope.free_names()
+        for n in captured:
+            self._read(QN(n))
+        outer.function.captured |= captured
         self._modify(QN(node.name))
 
     def _comprehension(self, node, elements):
