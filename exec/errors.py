@@ -38,7 +38,17 @@ class IterationLimitExceeded(RuntimeError):
 class RunInterrupted(KeyboardInterrupt):
     """Ctrl-C (SIGINT) stopped a run. Says where the run was: the loop (the user's file:line) and its
     iteration. It is a KeyboardInterrupt, so it stops a program as Ctrl-C does; no kernel runs
-    after it is raised, and each Variable holds the value of the last write that ran."""
+    after it is raised, and each Variable holds the value of the last write that ran. `where` is
+    that place alone ("" outside loops): a run on several devices names each device's."""
+
+    def __init__(self, message: str = "", where: str = ""):
+        super().__init__(message)
+        self.where = where
+
+
+def run_interrupted(where: str) -> RunInterrupted:
+    """The RunInterrupted of a run that was `where` ("" if in no loop) when Ctrl-C stopped it."""
+    return RunInterrupted(interrupted_message(where), where)
 
 
 def interrupted_message(where: str) -> str:

@@ -38,12 +38,12 @@ consumers through `_Run.deliver`, which queues those that have all their inputs
 from __future__ import annotations
 
 from collections import deque
-from queue import SimpleQueue
+from queue import Empty, SimpleQueue
 
 import numpy as np
 
 from exec import blas, load
-from exec.errors import AssertionFailed, NoProgressError, RunError, RunInterrupted, interrupted_message
+from exec.errors import AssertionFailed, NoProgressError, RunError, RunInterrupted, run_interrupted
 from exec.memory import InFlight, deferring
 from exec.node_kinds import (
     COND_SWITCH,
@@ -139,7 +139,8 @@ class _Run:
     """
 
     __slots__ = ("plan", "cons", "tmpl", "ndata", "guards", "cond_switches", "ready", "append", "results",
-                 "root_frame", "root", "pool", "completions", "inflight", "inline_recurrence", "rendezvous", "at")
+                 "root_frame", "root", "pool", "completions", "inflight", "receiving", "inline_recurrence",
+                 "rendezvous", "at")
 
     def __init__(self, plan: Plan, pool: Pool | None, inline_recurrence: bool, rendezvous=None):
         self.plan = plan
@@ -155,7 +156,8 @@ class _Run:
         self.pool = pool
         # pool jobs, and pops whose values a device is still copying back (InFlight), complete here
         self.completions: SimpleQueue = SimpleQueue()
-        self.inflight = 0  # pool jobs and InFlight pops not yet completed
+        self.inflight = 0  # pool jobs, InFlight pops and Recvs not yet completed
+        self.receiving = 0  # the Recvs of those
         self.at = (None, None)  # (node, iteration) the scheduler fired when a Ctrl-C stopped it
         self.inline_recurrence = inline_recurrence  # run the loops' recurrences here, not on the pool
         # Send and Recv meet there; a Recv's value comes back through `completions`, as a pool job's
@@ -175,30 +177,43 @@ class _Run:
         try:
             with deferring():
                 error = self._loop()
-        except KeyboardInterrupt as interrupt:
-            raise self._interrupted(interrupt) from None
+        except KeyboardInterrupt:
+            raise self._interrupted() from None
         if error is not None:
             i, it, exc = error
+            if isinstance(exc, KeyboardInterrupt):  # another device's part was interrupted: this one stops too
+                self.at = (i, it)
+                raise self._interrupted() from None
             failure = _run_error(self.plan, i, it, exc)
             if self.rendezvous is not None:  # the other devices stop too; this run's pending Recvs return
                 self.rendezvous.abort(failure)
-            # let in-flight pool work drain so no thread touches this run afterwards
-            while self.inflight:
-                self.completions.get()
-                self.inflight -= 1
+            self._drain()
             raise failure from exc
         return self._fetched()
 
-    def _interrupted(self, interrupt: KeyboardInterrupt) -> RunInterrupted:
+    def _interrupted(self) -> RunInterrupted:
         """Ctrl-C during `_loop`, as a RunInterrupted saying which node and iteration the scheduler was at
         (`self.at`, set by `_loop` as it is left), once the pool jobs in flight are done (no kernel of this
-        run runs after it is raised)."""
-        while self.inflight:
-            self.completions.get()
-            self.inflight -= 1
+        run runs after it is raised). A part of a run on several devices aborts the run's rendezvous
+        first: that fails its own Recvs in flight (else they would be waited for here, for ever) and
+        stops the other devices' parts."""
         i, it = self.at
         where = describe_tag(self.plan.nodes[i], it) if i is not None and it is not None else ""
-        return RunInterrupted(interrupted_message(where))
+        interrupted = run_interrupted(where)
+        if self.rendezvous is not None:
+            self.rendezvous.abort(interrupted)  # a no-op when the run was aborted already
+        self._drain()
+        return interrupted
+
+    def _drain(self) -> None:
+        """Waits for the pool jobs and device copies in flight, so that no thread touches this run
+        afterwards. Not for its Recvs: the run's rendezvous was aborted, so they do nothing more,
+        and a Ctrl-C in a Send on another thread may have lost the callback of one."""
+        kind, get = self.plan.kind, self.completions.get
+        jobs = self.inflight - self.receiving
+        while jobs > 0:
+            if kind[get()[0]] != RECV:
+                jobs -= 1
 
     def _loop(self) -> tuple | None:
         """Fires queued nodes until nothing is left to run. Returns (node, iteration, exception) of
@@ -215,14 +230,23 @@ class _Run:
         deliver, maybe_finish = self.deliver, self._maybe_finish
         comm, rendezvous = plan.comm, self.rendezvous
         take = getattr(rendezvous, "take", None)  # a value already there, without a callback (optional)
-        inflight = 0
+        # a part of a run on several devices may wait long for another's value: then Ctrl-C must reach it
+        wait = completions.get if rendezvous is None else _polling(completions, rendezvous)
+        # each counted once it is registered: a Ctrl-C between would leave a count that nothing completes
+        inflight = receiving = 0
         error = None
         i = it = None  # the node and iteration being fired, for a Ctrl-C's message
         try:
             while True:
                 if inflight and (not ready or not completions.empty()):
-                    i, it, out, exc = completions.get()
+                    got = wait()
+                    if got is None:  # the run was aborted, and a value this part waits for will not come
+                        error = (i, it, rendezvous.aborted)
+                        break
+                    i, it, out, exc = got
                     inflight -= 1
+                    if kind[i] == RECV:
+                        receiving -= 1
                     if exc is not None:
                         if exc is not RECEIVED_DEAD:
                             error = (i, it, exc)
@@ -254,8 +278,8 @@ class _Run:
                             error = (i, it, e)
                             break
                         if out.__class__ is InFlight:  # a pop whose value a device is copying back
-                            inflight += 1
                             out.notify(completions, i, it)
+                            inflight += 1
                             out = None
                             continue  # stays outstanding until its completion is processed
                     queued = deliver(cons[i], out, dead, it)
@@ -284,6 +308,11 @@ class _Run:
                         queued += deliver(control, None, dead, it)
                 elif k == NEXT:
                     queued = 0
+                    if rendezvous is not None and rendezvous.aborted is not None:
+                        # another device's part failed or was interrupted: this one stops too, here if it
+                        # receives nothing (a loop that runs on this device alone)
+                        error = (i, it, rendezvous.aborted)
+                        break
                     if not dead:
                         # the next iteration exists but for this iteration's first NextIteration
                         nxt = it.frame.iters.get(it.n + 1) or self._successor(i, it, args[0])
@@ -310,8 +339,8 @@ class _Run:
                             error = (i, it, e)
                             break
                         if values.__class__ is InFlight:
-                            inflight += 1
                             values.notify(completions, i, it)
+                            inflight += 1
                             values = None
                             continue
                     queued = self._deliver_ports(i, values, it)
@@ -327,8 +356,9 @@ class _Run:
                     key = comm[i] + (it.tag if it.tag is not None else _tag(it))
                     got = take(key) if take is not None else None
                     if got is None:
-                        inflight += 1
                         rendezvous.recv(key, _on_received(completions, i, it))
+                        inflight += 1
+                        receiving += 1
                         continue  # stays outstanding until its completion is processed
                     queued = deliver(cons[i], got[0], got[1], it)
                 else:  # ASYNC: a heavy kernel, for the pool
@@ -343,21 +373,21 @@ class _Run:
                         queued = deliver(cons[i], out, False, it)
                         out = None
                     else:
-                        inflight += 1
                         job = (completions, i, it, fn[i], args)
                         if i in recurrence:
                             pool.put_urgent(job)
                         else:
                             pool.put(job)
+                        inflight += 1
                         continue  # stays outstanding until its completion is processed
                 o = it.outstanding + queued - 1
                 it.outstanding = o
                 if not o and it.frame is not root_frame:
                     maybe_finish(it)
         except KeyboardInterrupt:
-            self.inflight, self.at = inflight, (i, it)
+            self.inflight, self.receiving, self.at = inflight, receiving, (i, it)
             raise
-        self.inflight = inflight
+        self.inflight, self.receiving = inflight, receiving
         return error
 
     def deliver(self, entries, out, dead: bool, it: Iteration) -> int:
@@ -617,6 +647,28 @@ class _Run:
 
 
 # --------------------------------------------------------------------------- Send and Recv
+
+# how often a part of a run on several devices that waits for a value looks for a Ctrl-C (seconds)
+_POLL_S = 0.05
+
+
+def _polling(completions: SimpleQueue, rendezvous):
+    """`completions.get` for a part of a run on several devices, which may wait long for another's value.
+    It wakes every `_POLL_S`: a Ctrl-C that `_thread.interrupt_main` gives (as IDEs and the tests do; no
+    signal, so no blocked wait wakes) is raised then, and a wait for a completion that an aborted run
+    will never give (a Ctrl-C in another thread's Send may lose a callback) ends, returning None. A
+    timed wait's only way to say that it timed out is `Empty`."""
+    get = completions.get
+
+    def wait():
+        while True:
+            try:
+                return get(timeout=_POLL_S)
+            except Empty:
+                if rendezvous.aborted is not None:
+                    return None
+    return wait
+
 
 RECEIVED_DEAD = object()  # a completion's "exception" that says: the Recv got a dead token
 

@@ -7,7 +7,9 @@ Send there. `execute` runs a `DevicesPlan`: each device's plan on the frame-tagg
 thread per device (the calling thread takes the first), all meeting in one `LocalRendezvous` per
 run. The first failure on any device aborts the rendezvous, so every other device's pending and
 later Recvs fail at once and its executor stops: the run raises that first error (naming the
-node, its device and the user's line), never hangs on a value that will not come.
+node, its device and the user's line), never hangs on a value that will not come. Ctrl-C aborts it
+too: a part that receives nothing stops at its next loop iteration, and the run raises one
+RunInterrupted naming where each device's part was, once every part has stopped.
 """
 from __future__ import annotations
 
@@ -17,6 +19,7 @@ from queue import SimpleQueue
 
 from exec import executor
 from exec.device.transfer import DeviceRendezvous
+from exec.errors import run_interrupted
 from exec.plan import Plan, build_plan, prune
 from exec.rendezvous import LocalRendezvous, Rendezvous
 from graph.devices import UNPLACED, canonical_device
@@ -97,55 +100,105 @@ def execute(plan, feed_values: list, pool=None, rendezvous: Rendezvous | None = 
 
     `devices` (a set of device names) runs only those devices' parts, leaving None for the fetches
     of the others: each process of a multi-process job runs its own devices so, with a `rendezvous`
-    that reaches the others. Given neither, a process group set by `set_process_group` runs it."""
+    that reaches the others. Given neither, a process group set by `set_process_group` runs it.
+
+    Ctrl-C stops every device's part (each at its next loop iteration or Recv) and raises
+    RunInterrupted naming where each was; the threads are then free for the next run."""
     if not isinstance(plan, DevicesPlan):
         return executor.execute(plan, feed_values, pool)
     if rendezvous is None and devices is None and _process_group is not None:
         return _process_group.execute(plan, feed_values, pool)
-    rendezvous = rendezvous if rendezvous is not None else LocalRendezvous()
-    results: list = [None] * plan.num_fetches
+    run = _DevicesRun(plan, feed_values, pool, rendezvous if rendezvous is not None else LocalRendezvous())
     parts = plan.parts if devices is None else [p for p in plan.parts if p[0] in devices]
+    try:
+        for part in parts[1:]:
+            run.start(part)
+        if parts:  # a process of a multi-process job may run none of the devices
+            run.run_part(*parts[0])
+    except KeyboardInterrupt as e:  # a Ctrl-C between its executor's steps: the run stops as from one in them
+        run.rendezvous.abort(e)
+    run.wait()
+    return run.outcome()
 
-    def run(device_plan: Plan, indices: list[int], fed: list[int]) -> None:
+
+class _DevicesRun:
+    """One run of a DevicesPlan's parts in this process: each on an executor of its own, the caller's
+    thread taking the first; what they fetched, and where each was if Ctrl-C stopped the run."""
+
+    def __init__(self, plan: DevicesPlan, feed_values: list, pool, rendezvous: Rendezvous):
+        self.plan, self.feed_values, self.pool, self.rendezvous = plan, feed_values, pool, rendezvous
+        self.results: list = [None] * plan.num_fetches
+        self.interrupted: dict[str, str] = {}  # device -> where its part was (RunInterrupted.where)
+        self._lock = threading.Lock()
+        self._running = 0  # parts started on other threads and not yet done
+        self._all_done = threading.Event()
+        self._all_done.set()
+
+    def start(self, part) -> None:
+        """Runs `part` on a device thread."""
+        with self._lock:
+            self._running += 1
+            self._all_done.clear()
+        _take_worker().put((self.run_part, part, self._done))
+
+    def _done(self) -> None:
+        with self._lock:
+            self._running -= 1
+            if not self._running:
+                self._all_done.set()
+
+    def run_part(self, device: str, part_plan: Plan, indices: list, fed: list) -> None:
+        """Runs one device's part; its first failure (or Ctrl-C) aborts the rendezvous, stopping the others."""
         try:
-            dev = device_plan.device
-            if dev is None:
-                out = executor.execute(device_plan, [feed_values[k] for k in fed], pool, rendezvous)
-            else:  # a device's partition: what crosses to the host is copied on its copy streams
-                seen = DeviceRendezvous(rendezvous, dev)
-                out = executor.execute(device_plan, [feed_values[k] for k in fed], pool, seen)
-                out = [dev.download(v) for v in out]
-                plan.copies = seen.copies
+            out = self._execute(part_plan, [self.feed_values[k] for k in fed])
+        except KeyboardInterrupt as e:  # its RunInterrupted (a Ctrl-C, or another part's that stopped it)
+            self.interrupted[device] = getattr(e, "where", "")
+            self.rendezvous.abort(e)  # a no-op when the run was aborted already
+            return
         except BaseException as e:  # noqa: BLE001  (the first failure is raised by the calling thread)
-            rendezvous.abort(e)  # a no-op when the executor aborted with it already
+            self.rendezvous.abort(e)  # a no-op when the executor aborted with it already
             return
         for k, v in zip(indices, out, strict=True):
-            results[k] = v
+            self.results[k] = v
 
-    done: SimpleQueue = SimpleQueue()
-    for part in parts[1:]:
-        _take_worker().put((run, part[1:], done))
-    waiting = max(len(parts) - 1, 0)  # a process of a multi-process job may run none of the devices
-    try:
-        if parts:
-            run(*parts[0][1:])
-        while waiting:
-            done.get()
-            waiting -= 1
-    except BaseException as e:  # Ctrl-C while waiting for the others: they stop too (at their next Recv)
-        rendezvous.abort(e)
-        while waiting:
-            done.get()
-            waiting -= 1
-        raise
-    if rendezvous.aborted is not None:
-        raise rendezvous.aborted
-    return results
+    def _execute(self, part_plan: Plan, values: list) -> list:
+        dev = part_plan.device
+        if dev is None:
+            return executor.execute(part_plan, values, self.pool, self.rendezvous)
+        # a device's partition: what crosses to the host is copied on its copy streams
+        seen = DeviceRendezvous(self.rendezvous, dev)
+        out = executor.execute(part_plan, values, self.pool, seen)
+        self.plan.copies = seen.copies
+        return [dev.download(v) for v in out]
 
+    def wait(self) -> None:
+        """Until every part started on another thread is done. A Ctrl-C meanwhile aborts the run and the
+        wait goes on: the others stop at their next loop iteration or Recv, so none outlives the run.
+        It wakes every `_POLL_S` for a Ctrl-C that wakes no blocked wait (`_thread.interrupt_main`)."""
+        while not self._all_done.is_set():
+            try:
+                self._all_done.wait(_POLL_S)
+            except KeyboardInterrupt as e:
+                self.rendezvous.abort(e)
+
+    def outcome(self) -> list:
+        """The fetched values, or the run's first error: after Ctrl-C, a RunInterrupted naming where each
+        device's part was."""
+        error = self.rendezvous.aborted
+        if error is None:
+            return self.results
+        if isinstance(error, KeyboardInterrupt):
+            where = "; ".join(f"{w} (on {device})" for device, w in self.interrupted.items() if w)
+            raise run_interrupted(where) from None
+        raise error
+
+
+# how often the caller's thread, waiting for the other devices' parts, looks for a Ctrl-C (seconds)
+_POLL_S = 0.05
 
 # Threads that run the devices' parts other than the caller's, kept between runs (starting a thread costs
-# about as much as a small run): each waits on its own queue for (run, args, done), runs it, says so on
-# `done` and goes back to the idle list.
+# about as much as a small run): each waits on its own queue for (run, args, done), runs it, goes back to
+# the idle list and calls done().
 _idle: list[SimpleQueue] = []
 _idle_lock = threading.Lock()
 
@@ -163,9 +216,9 @@ def _work(jobs: SimpleQueue) -> None:
     while True:
         run, args, done = jobs.get()
         try:
-            run(*args)  # it catches what its executor raises (see `execute`)
+            run(*args)  # it catches what its executor raises (see `_DevicesRun.run_part`)
         finally:
             run = args = None
             with _idle_lock:
                 _idle.append(jobs)
-            done.put(None)
+            done()

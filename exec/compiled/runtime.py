@@ -8,7 +8,7 @@ up in the program's line table, and the loop counters are read from the failing 
 """
 from __future__ import annotations
 
-from exec.errors import AssertionFailed, RunError, RunInterrupted, interrupted_message
+from exec.errors import AssertionFailed, RunError, RunInterrupted, run_interrupted
 from graph.node import Tensor
 
 
@@ -55,12 +55,12 @@ def interrupted(interrupt: KeyboardInterrupt, loops: list) -> RunInterrupted:
     the counters are read from the interrupted frame)."""
     tb = interrupt.__traceback__
     if tb is None:
-        return RunInterrupted(interrupted_message(""))
+        return run_interrupted("")
     line, local = tb.tb_lineno, tb.tb_frame.f_locals
     around = sorted((loop for loop in loops if loop[0] <= line <= loop[1]), key=lambda loop: -loop[0])
     where = ", ".join(f"in iteration {int(local[counter])} of {ctx.describe() if ctx is not None else 'a loop'}"
                       for _, _, counter, ctx in around if counter in local)
-    return RunInterrupted(interrupted_message(where))
+    return run_interrupted(where)
 
 
 def describe_iterations(node, iterations: list[tuple[int, str]]) -> str:
