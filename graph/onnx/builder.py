@@ -90,6 +90,8 @@ class GraphBuilder:
         self.inputs: list = []
         self.outputs: list = []
         self.initializers: list = []
+        self.value_info: dict[str, object] = {}  # value -> its declared type (graph/onnx/matmul.py says why)
+        self._computed: set[str] = set()  # the values this graph's nodes compute
         self.constants: dict[tuple, str] = {}  # (dtype, shape, bytes) -> the Constant's value name
         # Loop and If nodes with their bodies, attached when this graph is built: until then an If can
         # still get outputs (values of a branch that a later part of the graph reads)
@@ -99,6 +101,7 @@ class GraphBuilder:
         """Appends an `op_type` node; returns its `outputs` new value names (derived from `hint`)."""
         outs = [self.names.new(f"{hint}:{k}" if outputs > 1 else hint) for k in range(outputs)]
         node_name = self.names.new(f"{hint}/{op_type}")
+        self._computed.update(outs)
         self.nodes.append(helper.make_node(op_type, list(inputs), outs, name=node_name, **attrs))
         return outs
 
@@ -123,6 +126,12 @@ class GraphBuilder:
     def input(self, name: str, type_proto) -> None:
         self.inputs.append(helper.make_value_info(name, type_proto))
 
+    def declare(self, value: str, type_proto) -> None:
+        """States the type of `value` in the model (the graph's `value_info`), where one of this graph's nodes
+        computes it; an input or an outer value keeps the type it has there."""
+        if value in self._computed:
+            self.value_info.setdefault(value, helper.make_value_info(value, type_proto))
+
     def output(self, value: str, type_proto, hint: str, exact_name: str | None = None) -> str:
         """Makes `value` an output of this graph, through an Identity: an output must be computed in its
         own graph (not be an input or an outer value), and may not be listed twice. `exact_name`, when
@@ -140,7 +149,8 @@ class GraphBuilder:
         order = self._sorted()
         for node, bodies in self.bodies:
             node.attribute.extend(helper.make_attribute(k, b.build()) for k, b in bodies.items())
-        return helper.make_graph(order, self.name, self.inputs, self.outputs, self.initializers)
+        return helper.make_graph(order, self.name, self.inputs, self.outputs, self.initializers,
+                                 value_info=list(self.value_info.values()))
 
     def outer_names(self) -> set[str]:
         """The names this graph (its bodies included) reads without computing them."""

@@ -17,6 +17,7 @@ from graph import shapes as _sh
 from graph.node import Node
 from graph.onnx.builder import elem_type
 from graph.onnx.lowering import Emitter
+from graph.onnx.matmul import lower_matmul
 from graph.ops import static_value
 
 Lowering = Callable[[Emitter, Node, list], list]
@@ -214,10 +215,7 @@ def _cast(em: Emitter, node: Node, ins: list) -> list:
     return [em("Cast", ins[0], to=elem_type(em.out_dtype))]
 
 
-@lowering("MatMul")
-def _matmul(em: Emitter, node: Node, ins: list) -> list:
-    out = em.out_dtype
-    return [em("MatMul", em.input_as(ins, 0, out), em.input_as(ins, 1, out))]
+LOWERINGS["MatMul"] = lower_matmul  # 1-D operands made 2-D: graph/onnx/matmul.py says why
 
 
 @lowering("Select")

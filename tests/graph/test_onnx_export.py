@@ -13,6 +13,7 @@ import graph
 from exec import RunError, Session
 from tests.exec import programs as P
 from tests.grad import programs as GP
+from tests.graph.onnx_checks import check_same, default_runtime
 
 onnx = pytest.importorskip("onnx")
 ort = pytest.importorskip("onnxruntime")
@@ -22,33 +23,16 @@ _SETTINGS = dict(deadline=None, suppress_health_check=[HealthCheck.too_slow])
 _THIS_FILE = re.escape(__file__)
 
 
-def _runtime(model):
-    options = ort.SessionOptions()
-    options.log_severity_level = 3  # onnxruntime's optimizer warnings are not failures
-    return ort.InferenceSession(model.SerializeToString(), options, providers=["CPUExecutionProvider"])
-
-
-def _check_same(got, want, what=""):
-    want = np.asarray(want)
-    assert got.dtype == want.dtype, f"{what}: {got.dtype} != {want.dtype}"
-    assert got.shape == want.shape, f"{what}: {got.shape} != {want.shape}"
-    if want.dtype.kind in "biu":
-        np.testing.assert_array_equal(got, want, err_msg=what)
-    else:  # the runtimes' transcendental functions differ in the last bits
-        tol = 1e-5 if want.dtype == np.float32 else 1e-12
-        np.testing.assert_allclose(got, want, rtol=tol, atol=tol, err_msg=what)
-
-
 def _export_and_compare(g, inputs, outputs, feeds_list, **options):
     model = export(g, inputs, outputs, **options)
     onnx.checker.check_model(model, full_check=True)
-    sess = _runtime(model)
+    sess = default_runtime(model)
     names = [i.name for i in model.graph.input]
     for feeds in feeds_list:
         want = Session(g).run(outputs, dict(zip(inputs, feeds)))
         got = sess.run(None, {n: np.asarray(v, dtype=t.dtype) for n, v, t in zip(names, feeds, inputs)})
         for k, (a, b) in enumerate(zip(got, want, strict=True)):
-            _check_same(a, b, f"output {k} ({outputs[k].name}) for inputs {feeds}")
+            check_same(a, b, f"output {k} ({outputs[k].name}) for inputs {feeds}")
     return model
 
 
@@ -304,7 +288,7 @@ def test_a_growable_tensor_array_written_out_of_index_order_fails_in_onnxruntime
         ta = ta.write(0, graph.constant(1.0)).write(1, graph.constant(2.0)).write(again, graph.constant(3.0))
         out = ta.stack()
     _export_and_compare(g, [again], [out], [(2,)])  # in order: [1, 2, 3]
-    sess = _runtime(export(g, [again], [out]))
+    sess = default_runtime(export(g, [again], [out]))
     for index in (0, 1, -1):
         with pytest.raises(RunError):
             Session(g).run(out, {again: index})
