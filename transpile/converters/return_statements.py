@@ -80,14 +80,14 @@ class ReturnStatements:
             if v > t:                  retval = ag.undefined_return()
                 return v      ->       for v in xs:
         return t                           if v > t:
-                                               do_return = True
                                                retval = v
+                                               do_return = True
                                                break
                                            if do_return:  # (only in outer loops)
                                                break
                                        if not do_return:
-                                           do_return = True
                                            retval = t
+                                           do_return = True
                                        return retval
     """
 
@@ -163,8 +163,9 @@ class ReturnStatements:
         out = []
         for i, s in enumerate(stmts):
             if isinstance(s, gast.Return):
+                # the value first: a return whose value raises (caught by an `except` around it) has not returned
                 setter = A.locate(A.assign(A.name(flag, gast.Store()), A.const(True)), s)
-                out.extend([setter, self._assign_retval(s, retval)])
+                out.extend([self._assign_retval(s, retval), setter])
                 if in_loop:
                     out.append(_return_break(flag, s))
                 return out
