@@ -87,12 +87,12 @@ CASES = {
             retval = ag.undefined_return()
             for v in xs:
                 if v > t:
-                    do_return = True
                     retval = v
+                    do_return = True
                     break
             if not do_return:
-                do_return = True
                 retval = t
+                do_return = True
             return retval
         """),
     "break_statements": ((break_statements,), """
@@ -313,8 +313,8 @@ CASES = {
             for i in range(n):
                 x = x + 1
                 if x > 10:
-                    do_return = True
                     retval = x
+                    do_return = True
                     break
             if not do_return:
                 retval = -x

@@ -59,8 +59,8 @@ def first_negative(x):
         i, v = itr
 
         def if_true(do_return, retval):
-            do_return = True
             retval = i
+            do_return = True
             return do_return, retval
 
         def if_false(do_return, retval):
