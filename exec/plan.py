@@ -249,8 +249,8 @@ def _bind_constants(plan: Plan) -> None:
             continue
         value, rest = plan.fn[i](), []
         for dst, slot, mode in plan.cons[i]:
-            t = plan.tmpl[dst]
-            if mode in pending and t is not None and t[REMAINING] > 1 and t[slot] is None:
+            t = plan.tmpl[dst] if mode in pending else None  # a fetch's dst is its place among the fetches
+            if t is not None and t[REMAINING] > 1 and t[slot] is None:
                 t[slot] = value
                 t[REMAINING] -= 1
             else:

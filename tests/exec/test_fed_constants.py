@@ -80,3 +80,20 @@ def test_a_fed_constant_is_not_folded_into_compiled_code():
     sess = Session(g, mode="compiled")
     assert sess.run(y) == 1.0
     assert sess.run(y, {c: 5.0}) == 6.0
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.integers(0, 3), min_size=1, max_size=8), st.sets(st.integers(0, 1)))
+def test_fetching_constants_and_fed_values_in_any_order(picks, fed):
+    """A top-level constant fetched at a place past the plan's node count (fetches repeat) is still a
+    fetch, never written into a node's pending inputs."""
+    g = G.Graph()
+    with g.as_default():
+        xs = [G.placeholder(np.float64, ()) for _ in range(2)]
+        cs = [G.constant(5.0), G.constant(7.0)]
+    tensors = xs + cs
+    values = [1.0, 2.0] + [10.0 + k if k in fed else v for k, v in enumerate((5.0, 7.0))]
+    feeds = {**{x: v for x, v in zip(xs, values, strict=False)}, **{cs[k]: 10.0 + k for k in fed}}
+    for mode in ("compiled", "dataflow"):
+        got = Session(g, mode=mode).run([tensors[k] for k in picks], feeds)
+        assert got == [values[k] for k in picks], mode
