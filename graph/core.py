@@ -42,7 +42,7 @@ class Graph:
         self._name_counts: dict[str, int] = {}
         self._scope: list[str] = []
         self._context: ControlFlowContext | None = None
-        self._control_deps: list[list[Node]] = []
+        self._control_deps: list[_ControlBlock] = []
         self._device_stack: list[str] = []
         self._iteration_limits: list[int | None] = []
         self._last_effect: dict[ControlFlowContext | None, Node] = {}
@@ -90,8 +90,8 @@ class Graph:
             finally:
                 self._control_deps = saved
             return
-        deps = [n.node if isinstance(n, Tensor) else n for n in nodes]
-        self._control_deps.append(deps)
+        deps = tuple(n.node if isinstance(n, Tensor) else n for n in nodes)
+        self._control_deps.append(_ControlBlock(deps, set()))
         try:
             yield
         finally:
@@ -210,11 +210,12 @@ class Graph:
             if t.node.graph is not self:
                 raise GraphError(f"{op}: input {t.name} belongs to a different graph", source)
         explicit_controls = [c.node if isinstance(c, Tensor) else c for c in control_inputs]
-        # A Merge fires on its first live input, so it cannot wait for control inputs: the values
-        # that reach it were computed in the block (after its control inputs) and carry the order.
-        block_controls = [] if op == "Merge" else [n for deps in self._control_deps for n in deps]
+        block_controls = self._block_controls(op, inputs)
         raw = context is not _CURRENT
         ctx = context if raw else self._context
+        if raw and block_controls and inputs and inputs[0].node.context is not None:
+            # plumbing (a loop variable's Enter) waits in the frame its input comes from
+            block_controls = [route_control(inputs[0].node.context, c, source) for c in block_controls]
         controls = explicit_controls + block_controls
         if opdef.hoist and not controls and not raw:
             ctx = None
@@ -245,12 +246,40 @@ class Graph:
             ctx.on_node_created(node)
         if opdef.ordered:
             self._order_effect(node, ctx)
+        self._record_in_blocks(node)
         # the id is taken last: hooks above may have added nodes (a lazily built pivot)
         node.id = len(self.nodes)
         self.nodes.append(node)
         self._by_name[name] = node
         self._version += 1
         return node
+
+    def _block_controls(self, op: str, inputs: list[Tensor]) -> list[Node]:
+        """The control inputs that the open `control_dependencies` blocks give a node built now.
+
+        As in TensorFlow, a node with an input built in a block after that block's nodes (by a
+        control input, or through an input of its own) runs after them already and gets no control
+        input from it. A Merge fires on its first live input, so it cannot wait for control inputs:
+        the values that reach it were computed in the block and carry the order. So do an Exit's:
+        its loop's Enters wait for the block, and a control input from the frame around the loop
+        could never meet its input, which arrives tagged with the loop's frame."""
+        if op in ("Merge", "Exit"):
+            return []
+        return [n for block in self._control_deps if not any(t.node in block.ordered for t in inputs)
+                for n in block.deps]
+
+    def _record_in_blocks(self, node: Node) -> None:
+        """Marks `node` as ordered after the nodes of each open block that it waits for: every node but a
+        Merge or an Exit waits for them (by its control inputs or an input); those wait through their
+        inputs (all of a Merge's, which fires on any)."""
+        for block in self._control_deps:
+            ins = [t.node in block.ordered for t in node.inputs]
+            if node.op == "Merge":
+                after = all(ins)
+            else:
+                after = node.op != "Exit" or any(ins)
+            if after:
+                block.ordered.add(node)
 
     def _placement(self) -> tuple[str, Node | None]:
         """(device, node to colocate with) of a node built now: the innermost `device` scope's name;
@@ -357,6 +386,15 @@ class Graph:
 
     def __iter__(self):
         return iter(self.nodes)
+
+
+@dataclass(frozen=True, slots=True)
+class _ControlBlock:
+    """An open `control_dependencies` block: the nodes it names, and the nodes built in it that run
+    after them (they got them as control inputs, or an input of theirs did)."""
+
+    deps: tuple[Node, ...]
+    ordered: set
 
 
 @dataclass(frozen=True, slots=True)

@@ -17,6 +17,13 @@ def expected_input_frame(node):
     return _frame(node)
 
 
+def _control_frame(node, want):
+    """The frame a node's control inputs must come from: its inputs' (an Exit's loop)."""
+    if node.op == "Exit" and node.inputs:
+        return _frame(node.inputs[0].node)
+    return want
+
+
 def validate(graph) -> None:
     problems: list[str] = []
     ids = {id(n) for n in graph.nodes}
@@ -40,9 +47,9 @@ def validate(graph) -> None:
         for c in n.control_inputs:
             if id(c) not in ids:
                 problems.append(f"{n.name}: control input {c.name} is not in the graph")
-            elif _frame(c) is not want and n.op != "Exit":
+            elif _frame(c) is not _control_frame(n, want):  # an Exit waits in its loop's frame, as its input
                 problems.append(f"{n.name}: control input ^{c.name} is in frame {_name(_frame(c))}, "
-                                f"expected {_name(want)}")
+                                f"expected {_name(_control_frame(n, want))}")
         if n.op == "Merge" and n.control_inputs:  # it fires on its first live input: none can wait
             problems.append(f"{n.name}: a Merge cannot have control inputs "
                             f"({', '.join('^' + c.name for c in n.control_inputs)}); order its inputs instead")

@@ -71,7 +71,9 @@ class CondState:
         sw = self.switches.get(t)
         if sw is None:
             graph = t.graph
-            with graph.in_context(outer):
+            # built when a branch first needs it, maybe inside a control_dependencies block opened in the
+            # branch, whose nodes the Switch (outside the branch) cannot wait for; the branch's nodes do
+            with graph.in_context(outer), graph.control_dependencies(None):
                 sw = graph.create_node("Switch", [t, self.pred], name="Switch")
             self.switches[t] = sw
         return sw
@@ -111,7 +113,8 @@ class CondContext(_ContextBase):
         if self._pivot is None:
             graph = self.pred.graph
             sw = self.state.switch_for(self.pred, self.outer)
-            with graph.in_context(self):
+            # built on first use: an open control_dependencies block is the using node's, not the pivot's
+            with graph.in_context(self), graph.control_dependencies(None):
                 self._pivot = graph.create_node("Identity", [sw.outputs[self.branch]],
                                                 name="pivot_t" if self.branch else "pivot_f")
         return self._pivot
@@ -240,7 +243,7 @@ class WhileContext(_ContextBase):
             return self.merges[0]
         if self._body_pivot is None:
             graph = self.loop_cond.graph
-            with graph.in_context(self):
+            with graph.in_context(self), graph.control_dependencies(None):  # built on first use, as a cond's
                 lc = self.loop_cond.outputs[0]
                 sw = graph.create_node("Switch", [lc, lc], name="pivot_switch")
                 self._body_pivot = graph.create_node("Identity", [sw.outputs[1]], name="pivot")
