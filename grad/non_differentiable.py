@@ -11,7 +11,7 @@ Peers differ here: TF returns None as for an unconnected x, JAX zeros (float0
 for integer inputs), PyTorch raises for an output that needs no gradient.
 
 Not reported: an x that the ys do not depend on at all (`unconnected` decides),
-paths cut on purpose by `stop_gradient`, and ops that read only a value's shape
+paths cut on purpose by `stop_gradient` or by a loop built with `back_prop=False`, and ops that read only a value's shape
 (`shape`, `size`, `zeros_like`): those carry no dependence on the values.
 """
 from __future__ import annotations
@@ -19,7 +19,7 @@ from __future__ import annotations
 import warnings
 
 from grad.analysis import GraphIndex, Target, differentiable_dtype, origin
-from grad.registry import is_differentiable
+from grad.registry import cut_loop_exit, is_differentiable
 from graph.core import Node, Tensor
 from graph.errors import GraphError, SourceLocation
 
@@ -41,7 +41,7 @@ def blocking_ops(index: GraphIndex, target: Target, ys: list[Tensor]) -> list[No
     out: dict[int, Node] = {}
     for t in reach:
         for n, _ in index.consumers.get(t, ()):
-            if id(n) in out or n.op in _NOT_REPORTED or not any(o in needed for o in n.outputs):
+            if id(n) in out or n.op in _NOT_REPORTED or cut_loop_exit(n) or not any(o in needed for o in n.outputs):
                 continue
             if not is_differentiable(n) or not any(differentiable_dtype(o) for o in n.outputs):
                 out[id(n)] = n

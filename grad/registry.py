@@ -60,10 +60,19 @@ def construct_gradient_rule(unit) -> Callable | None:
 
 
 def is_differentiable(node) -> bool:
+    """Whether gradients flow through `node`: its op has a gradient, and it is not the Exit of a loop
+    built with `back_prop=False` (no gradient flows through such a loop, as in TensorFlow)."""
+    if cut_loop_exit(node):
+        return False
     try:
         return get_opdef(node.op).differentiable
     except KeyError:
         return False
+
+
+def cut_loop_exit(node) -> bool:
+    """Whether `node` is an Exit of a while loop built with `back_prop=False`."""
+    return node.op == "Exit" and not getattr(node.inputs[0].node.frame, "back_prop", True)
 
 
 class _Resolved(Sequence):

@@ -155,8 +155,9 @@ class WhileContext(_ContextBase):
 
     def __init__(self, frame_name: str, parallel_iterations: int, outer, source, names=None,
                  swap_memory: bool = False, maximum_iterations=None, iteration_limit: int | None = None,
-                 memory_policy: str | None = None, checkpoint_every: int = 1):
+                 memory_policy: str | None = None, checkpoint_every: int = 1, back_prop: bool = True):
         self.frame_name = frame_name
+        self.back_prop = bool(back_prop)  # False: no gradient flows through the loop (grad cuts its Exits)
         self.parallel_iterations = parallel_iterations
         self.outer = outer
         self.source = source

@@ -40,11 +40,12 @@ def _position(i, n, reverse):
 
 
 def scan(fn, elems, initializer=None, reverse: bool = False, parallel_iterations: int = 10,
-         name: str | None = None):
+         name: str | None = None, back_prop: bool = True, swap_memory: bool = False):
     """`a = initializer; for x in elems: a = fn(a, x); yield a`, stacked along axis 0.
 
     Without an initializer the first element is the initial accumulator (and
     the first output). `elems` and the accumulator may be nested structures.
+    `back_prop` and `swap_memory` are the loop's (see `while_loop`).
     """
     flat, tas, n = _unstacked(elems, "scan")
     start = 0
@@ -67,12 +68,12 @@ def scan(fn, elems, initializer=None, reverse: bool = False, parallel_iterations
         return add(i, np.int64(1)), acc_flat, [ta.write(pos, v) for ta, v in zip(outs, acc_flat, strict=True)]
 
     _, _, outs = while_loop(lambda i, acc, outs: less(i, n), body,
-                            (convert(np.int64(start)), init_flat, outs),
-                            parallel_iterations=parallel_iterations, name=name or "scan")
+                            (convert(np.int64(start)), init_flat, outs), parallel_iterations=parallel_iterations,
+                            name=name or "scan", back_prop=back_prop, swap_memory=swap_memory)
     return nest.pack_as(initializer, [ta.stack() for ta in outs])
 
 
-def _fold(fn, elems, initializer, reverse, parallel_iterations, name):
+def _fold(fn, elems, initializer, reverse, parallel_iterations, name, loop_options):
     flat, tas, n = _unstacked(elems, name)
     start = 0
     if initializer is None:
@@ -85,21 +86,26 @@ def _fold(fn, elems, initializer, reverse, parallel_iterations, name):
         return add(i, np.int64(1)), nest.flatten(acc)
 
     _, acc = while_loop(lambda i, acc: less(i, n), body, (convert(np.int64(start)), init_flat),
-                        parallel_iterations=parallel_iterations, name=name)
+                        parallel_iterations=parallel_iterations, name=name, **loop_options)
     return nest.pack_as(initializer, acc)
 
 
-def foldl(fn, elems, initializer=None, parallel_iterations: int = 10, name: str | None = None):
+def foldl(fn, elems, initializer=None, parallel_iterations: int = 10, name: str | None = None,
+          back_prop: bool = True, swap_memory: bool = False):
     """`functools.reduce(fn, elems, initializer)` over axis 0, left to right."""
-    return _fold(fn, elems, initializer, False, parallel_iterations, name or "foldl")
+    return _fold(fn, elems, initializer, False, parallel_iterations, name or "foldl",
+                 dict(back_prop=back_prop, swap_memory=swap_memory))
 
 
-def foldr(fn, elems, initializer=None, parallel_iterations: int = 10, name: str | None = None):
+def foldr(fn, elems, initializer=None, parallel_iterations: int = 10, name: str | None = None,
+          back_prop: bool = True, swap_memory: bool = False):
     """Like foldl, from the last element to the first."""
-    return _fold(fn, elems, initializer, True, parallel_iterations, name or "foldr")
+    return _fold(fn, elems, initializer, True, parallel_iterations, name or "foldr",
+                 dict(back_prop=back_prop, swap_memory=swap_memory))
 
 
-def map_fn(fn, elems, dtype=None, parallel_iterations: int = 10, name: str | None = None):
+def map_fn(fn, elems, dtype=None, parallel_iterations: int = 10, name: str | None = None,
+           back_prop: bool = True, swap_memory: bool = False):
     """`np.stack([fn(x) for x in elems])` (elems and results may be nested structures).
 
     The result structure and dtypes are found by tracing `fn` once on a symbolic
@@ -120,7 +126,8 @@ def map_fn(fn, elems, dtype=None, parallel_iterations: int = 10, name: str | Non
         return add(i, np.int64(1)), [ta.write(i, v) for ta, v in zip(outs, out_flat, strict=True)]
 
     _, outs = while_loop(lambda i, outs: less(i, n), body, (convert(np.int64(0)), outs),
-                         parallel_iterations=parallel_iterations, name=name or "map_fn")
+                         parallel_iterations=parallel_iterations, name=name or "map_fn", back_prop=back_prop,
+                         swap_memory=swap_memory)
     return nest.pack_as(structure, [ta.stack() for ta in outs])
 
 

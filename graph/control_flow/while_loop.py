@@ -55,6 +55,10 @@ def while_loop(cond, body, loop_vars, parallel_iterations: int = 32, maximum_ite
     the structure of `loop_vars`. A Variable that the loop reads but never assigns
     is read once, before the loop.
 
+    `back_prop=False` makes the loop a wall for gradients, as in TensorFlow: no gradient flows through
+    its outputs to anything before it or in it (`gradients` treats them as cut, as by `stop_gradient`),
+    so nothing is saved for a backward pass. Gradients taken inside its body are not affected.
+
     `memory_policy` says what the loop's gradient keeps of its iterations (see
     graph.control_flow.memory_policy): "keep" (every value the gradient reads, the
     default), "swap" (the same, movable to host memory; `swap_memory=True`) or
@@ -83,7 +87,7 @@ def while_loop(cond, body, loop_vars, parallel_iterations: int = 32, maximum_ite
     for _ in range(_MAX_RELAXATIONS + 1):
         checkpoint = graph.checkpoint()
         ctx, exits, body_shapes = _build(graph, cond, body, structure, flat, shapes, labels, max_iters, limit,
-                                         parallel_iterations, name, names, policy, source, hoist)
+                                         parallel_iterations, name, names, policy, source, hoist, back_prop)
         requested = ctx.requested_iteration_limit
         if requested is not None and requested != limit:  # the body asked for a limit: built again with it
             graph.rollback(checkpoint)
@@ -150,7 +154,7 @@ def _labels(structure, names, n) -> list[str]:
 
 
 def _build(graph, cond, body, structure, flat, shapes, labels, max_iters, limit,
-           parallel_iterations, name, names, policy, source, hoist):
+           parallel_iterations, name, names, policy, source, hoist, back_prop):
     outer = graph.context
     # an iteration counter, the last loop variable, when the trip count is bounded or limited
     counted = max_iters is not None or limit is not None
@@ -161,7 +165,7 @@ def _build(graph, cond, body, structure, flat, shapes, labels, max_iters, limit,
     with graph.name_scope(name or "while") as scope:
         ctx = WhileContext(scope.rstrip("/"), parallel_iterations, outer, source, names=labels,
                            maximum_iterations=max_iters, iteration_limit=limit, memory_policy=policy[0],
-                           checkpoint_every=policy[1])
+                           checkpoint_every=policy[1], back_prop=back_prop)
         ctx.structure = structure
         for var, dev in hoist:  # in program order with the effects before the loop, which its Enters follow
             with graph.device(dev):

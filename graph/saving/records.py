@@ -13,7 +13,7 @@ WHILE_FIELDS = ("frame_name", "parallel_iterations", "outer", "source", "names",
                 "maximum_iterations", "has_effects", "phase", "constant_enters", "enters", "merges", "switches",
                 "exits", "next_iterations", "loop_cond", "_body_pivot")
 # kept when the context has them (fields that newer loops have and older saved ones lack)
-OPTIONAL_WHILE_FIELDS = ("iteration_limit", "memory_policy", "checkpoint_every")
+OPTIONAL_WHILE_FIELDS = ("iteration_limit", "memory_policy", "checkpoint_every", "back_prop")
 COND_FIELDS = ("state", "branch", "outer", "has_effects", "_pivot", "captured")
 COND_STATE_FIELDS = ("pred", "source", "switches", "pred_switch", "branches", "merges")
 # fields the constructors take; the others are set once every node exists
