@@ -150,8 +150,10 @@ class _Emitter:
         return _group_selections(out)
 
     def coalesce(self, steps: list, reads: dict) -> None:
-        """Gives a branch's value the name of the cond's result when the result is its only reader
-        (`y = f(x)` instead of `t = f(x)` and `y = t`)."""
+        """Gives a branch's value the name of the cond's result when the result is its only reader and
+        the value is computed in that branch only (`y = f(x)` instead of `t = f(x)` and `y = t`). A value
+        computed before the cond keeps its own name: two of them, one per branch (a swap, `a, b = b, a`
+        under a tensor `if`), would both be computed into the result's variable, the later one winning."""
         made = {}
         for s in steps:
             if isinstance(s, Call):
@@ -164,7 +166,7 @@ class _Emitter:
         for s in steps:
             if isinstance(s, Select):
                 key = (s.source.node.id, s.source.index)
-                if key in made and reads.get(key) == 1 and key not in self.names:
+                if key in made and made[key].guard == s.guard and reads.get(key) == 1 and key not in self.names:
                     self.names[key] = self.name(s.out)
 
     def call(self, s: Call) -> _Stmt:

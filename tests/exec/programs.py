@@ -3,8 +3,10 @@
 A program is a list of statements over a fixed set of variables:
   ints i0, i1 (int64), a float f0 (float64), a vector v0 (float32[3]),
 plus an append-only list `out` (a TensorArray in the graph). Statements:
-  ("assign", var, expr) | ("if", cond, then, else) | ("loop", counter, bound, body) |
+  ("assign", var, expr) | ("swap", a, b) | ("if", cond, then, else) | ("loop", counter, bound, body) |
   ("append", float_expr)
+A swap (`a, b = b, a` of the two ints) inside a branch makes a cond whose results are the values from
+before it, crossed.
 Loops run `counter` from 0 while `counter < bound % 4`, so every program stops.
 Expressions are tuples too (see `_eval`); they keep values bounded (mod, tanh).
 """
@@ -64,7 +66,7 @@ def blocks(draw, depth: int, counters: tuple = (), in_loop: bool = False, max_le
     n = draw(st.integers(1, max_len))
     out = []
     for _ in range(n):
-        choices = ["assign", "assign"]
+        choices = ["assign", "assign", "swap"]
         if depth > 0:
             choices += ["if", "loop"]
         if in_loop:
@@ -75,6 +77,8 @@ def blocks(draw, depth: int, counters: tuple = (), in_loop: bool = False, max_le
             out.append(("assign", var, draw(exprs(TYPE[var], counters))))
         elif kind == "append":
             out.append(("append", draw(exprs("float", counters, 1))))
+        elif kind == "swap":
+            out.append(("swap", *INTS))
         elif kind == "if":
             c = draw(conds(counters))
             then = draw(blocks(depth - 1, counters, in_loop, 2))
@@ -169,6 +173,8 @@ def _run_block(block, env, out):
     for s in block:
         if s[0] == "assign":
             env[s[1]] = _eval(s[2], env, _Numpy)
+        elif s[0] == "swap":
+            env[s[1]], env[s[2]] = env[s[2]], env[s[1]]
         elif s[0] == "append":
             out.append(_eval(s[1], env, _Numpy))
         elif s[0] == "if":
@@ -188,6 +194,8 @@ def _modified(block) -> list[str]:
     for s in block:
         if s[0] == "assign":
             new = [s[1]]
+        elif s[0] == "swap":
+            new = [s[1], s[2]]
         elif s[0] == "append":
             new = ["__out", "__n"]
         elif s[0] == "if":
@@ -218,6 +226,8 @@ def _build_block(block, env, par):
     for s in block:
         if s[0] == "assign":
             env[s[1]] = G.ops.convert(_eval(s[2], env, _Graph))
+        elif s[0] == "swap":
+            env[s[1]], env[s[2]] = env[s[2]], env[s[1]]
         elif s[0] == "append":
             env["__out"] = env["__out"].write(env["__n"], _eval(s[1], env, _Graph))
             env["__n"] = G.add(env["__n"], np.int64(1))

@@ -339,3 +339,17 @@ def test_logical_not_of_a_scalar_in_compiled_code():
         out = G.logical_not(p)
     for v in (True, False):
         assert _both(g, out, {p: v}) == (not v)
+
+
+@pytest.mark.parametrize("taken", [True, False])
+def test_a_cond_that_crosses_two_values_computed_before_it(taken):
+    # `a, b = b, a` under a tensor `if` with one result dead: each value is read by one branch's select
+    # only, and must not be computed into the result's variable (the later one would win on both paths)
+    g = G.Graph()
+    with g.as_default():
+        x, p = G.placeholder(np.float64, [], name="x"), G.placeholder(np.bool_, [], name="p")
+        a, b = x * 2.0, x + 1.0
+        a2, _ = G.cond(p, lambda: (b, a), lambda: (a, b))
+        out = a2 * 1.0
+    got = _both(g, out, {x: 3.0, p: taken})
+    assert got == (4.0 if taken else 6.0)
