@@ -33,7 +33,8 @@ def gradients(ys, xs, grad_ys=None, unconnected: str = "zero", non_differentiabl
     sums over all its reads in the graph, including reads inside loop bodies
     (accumulated across iterations).
 
-    What has no gradient: integer and bool xs get None. `stop_gradient` stops
+    What has no gradient: integer and bool xs get None; integer and bool ys (a
+    loop counter among a loop's outputs) contribute nothing. `stop_gradient` stops
     the flow on purpose. An x that the ys do not depend on gets zeros, or None
     with `unconnected="none"`. An x that the ys depend on only through ops
     without a gradient (`argmax`, comparisons, and so the predicates of conds and
@@ -73,10 +74,14 @@ def gradients(ys, xs, grad_ys=None, unconnected: str = "zero", non_differentiabl
         if y.graph is not graph:
             raise GraphError(f"gradients: {y.name} belongs to a different graph than {y_list[0].name}")
         check_visible_from(y, top, "y")
-        if not differentiable_dtype(y):
+        if not differentiable_dtype(y) and y.dtype.kind not in "biu":
             raise GraphError(f"gradients: cannot differentiate {y.dtype} tensor {y.name}; only floating-point "
                              "values have gradients (cast it to a float dtype first)")
     seeds = _seeds(y_list, grad_ys)
+    # integer and bool ys (a loop counter among the outputs) have no gradient to give, as in TensorFlow
+    all_ys = y_list
+    seeds = [g for y, g in zip(y_list, seeds, strict=True) if differentiable_dtype(y)]
+    y_list = [y for y in y_list if differentiable_dtype(y)]
     index = GraphIndex(graph)
     targets = [_target(x, top, index) for x in nest.flatten(xs)]
     where = user_location()
@@ -94,7 +99,7 @@ def gradients(ys, xs, grad_ys=None, unconnected: str = "zero", non_differentiabl
         for target in targets:
             g = _gradient(target, walk, state) if _has_gradient_dtype(target) else None
             if g is None and _has_gradient_dtype(target):
-                report(non_differentiable, target, blocking_ops(index, target, y_list), unconnected, where)
+                report(non_differentiable, target, blocking_ops(index, target, all_ys), unconnected, where)
                 if unconnected == "zero":
                     g = _zeros(target, state)
             out.append(g)

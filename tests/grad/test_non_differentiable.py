@@ -123,3 +123,35 @@ def test_integer_xs_get_none_without_a_warning():
     w = graph.placeholder(np.float64, (), name="w")
     (gn,), messages = _gradient_and_warnings(w * graph.cast(n, np.float64), [n])
     assert gn is None and messages == []
+
+
+_INT_YS = {
+    "loop counter": lambda x, w: graph.while_loop(lambda i, s: i < 3, lambda i, s: (i + 1, s * w),
+                                                  (graph.constant(0), x)),
+    "argmax beside its source": lambda x, w: (graph.argmax(x * w), S(x * w)),
+    "a bool and an int8": lambda x, w: (x > w, graph.cast(x, np.int8), S(w * x * x)),
+}
+
+
+@pytest.mark.parametrize("case", sorted(_INT_YS))
+def test_integer_and_bool_ys_contribute_nothing(case):
+    """As in TensorFlow: the gradient of ys holding integers is that of their floating-point ys alone."""
+    x, w = _inputs()
+    ys = _INT_YS[case](x, w)
+    floats = [y for y in ys if y.dtype.kind == "f"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        got = grad.gradients(list(ys), [x, w])
+        want = grad.gradients(floats, [x, w])
+    feeds = {x: np.array([0.5, -1.0, 2.0]), w: np.array([1.5, 0.25, -0.5])}
+    for a, b in zip(Session(graph.get_default_graph()).run(got, feeds), Session(graph.get_default_graph()).run(
+            want, feeds), strict=True):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_integer_ys_alone_give_no_gradient():
+    x, w = _inputs()
+    i, _ = _INT_YS["loop counter"](x, w)
+    assert grad.gradients(i, [x, w], unconnected="none") == [None, None]
+    gs, messages = _gradient_and_warnings(graph.cast(S(x), np.int64), [x], unconnected="none")
+    assert gs == [None] and len(messages) == 1 and "Cast" in messages[0]
