@@ -53,7 +53,8 @@ def scan(fn, elems, initializer=None, reverse: bool = False, parallel_iterations
         initializer = _element(elems, tas, _position(convert(np.int64(0)), n, reverse))
         start = 1
     init_flat = [convert(v) for v in nest.flatten(initializer)]
-    outs = [TensorArray(t.dtype, element_shape=t.shape, name="scan_output") for t in init_flat]
+    # of a fixed size, as TensorFlow's: the result's first dimension is known where the elems' is
+    outs = [TensorArray(t.dtype, size=n, element_shape=t.shape, name="scan_output") for t in init_flat]
     if start:
         first = _position(convert(np.int64(0)), n, reverse)
         outs = [ta.write(first, v) for ta, v in zip(outs, init_flat, strict=True)]
@@ -115,7 +116,7 @@ def map_fn(fn, elems, dtype=None, parallel_iterations: int = 10, name: str | Non
     flat, tas, n = _unstacked(elems, "map_fn")
     structure = dtype if dtype is not None else _probe_structure(fn, elems, tas)
     dtypes = nest.flatten(structure)
-    outs = [TensorArray(dt, name="map_fn_output") for dt in dtypes]
+    outs = [TensorArray(dt, size=n, name="map_fn_output") for dt in dtypes]  # of a fixed size, as scan's
 
     def body(i, outs):
         out = fn(_element(elems, tas, i))

@@ -38,7 +38,7 @@ def _element(inputs, attrs):
 
 def _stacked(inputs, attrs):
     spec = attrs["spec"]
-    shape = None if spec.element_shape is None else (None, *spec.element_shape)
+    shape = None if spec.element_shape is None else (spec.size, *spec.element_shape)
     return [(spec.dtype, shape)]
 
 
@@ -63,10 +63,11 @@ register_op("TensorArrayGrad", _handle, stateful=True, differentiable=False)
 class TensorArraySpec:
     """What the graph knows about one array's elements; shared by all its handles."""
 
-    __slots__ = ("dtype", "element_shape", "name", "new_node", "accumulate", "_unset")
+    __slots__ = ("dtype", "element_shape", "name", "new_node", "accumulate", "_unset", "size")
 
-    def __init__(self, dtype, element_shape, name, accumulate=False):
+    def __init__(self, dtype, element_shape, name, accumulate=False, size: int | None = None):
         self.dtype = dtype
+        self.size = size  # the number of elements, when the array has a fixed size known to the graph
         self.element_shape = element_shape
         self._unset = element_shape is None  # no shape given and nothing written yet
         self.name = name
@@ -115,6 +116,8 @@ class TensorArray:
         static = static_value(size_t)
         if static is not None and static < 0:
             raise GraphError(f"TensorArray size must be >= 0, got {int(static)}")
+        if static is not None and not dynamic:
+            spec.size = int(static)
         node = make_op("TensorArrayNew", [size_t], {"dtype": dtype, "spec": spec, "dynamic_size": dynamic,
                                                     "accumulate": accumulate}, name=name or "TensorArray")
         spec.new_node = node
@@ -194,7 +197,8 @@ class TensorArray:
     def grad(self, source: str = "") -> "TensorArray":
         """The accumulating gradient array attached to this one (same size), one per `source`:
         each gradient computation names its own, so gradients of gradients do not mix."""
-        spec = TensorArraySpec(self._spec.dtype, self._spec.element_shape, self._spec.name + "_grad", True)
+        spec = TensorArraySpec(self._spec.dtype, self._spec.element_shape, self._spec.name + "_grad", True,
+                               self._spec.size)
         spec._unset = self._spec._unset
         h = make_op("TensorArrayGrad", [self.handle], {"spec": spec, "source": source},
                     name="TensorArrayGrad").outputs[0]

@@ -150,7 +150,9 @@ class _Reader:
 
     def _spec(self, r: dict) -> TensorArraySpec:
         dtype = None if r["dtype"] is None else decode_dtype(r["dtype"])
-        spec = TensorArraySpec(dtype, decode_shape(r["element_shape"]), str(r["name"]), bool(r["accumulate"]))
+        size = r.get("size")  # graphs saved before arrays kept a fixed size lack it
+        spec = TensorArraySpec(dtype, decode_shape(r["element_shape"]), str(r["name"]), bool(r["accumulate"]),
+                               None if size is None else int(size))
         if r["shape_learned"] and spec.element_shape is None:
             spec._unset = False  # learned, from values whose shape was unknown
         return spec

@@ -166,6 +166,7 @@ class _Writer:
             # an element shape of None means "unknown" once something was written, "not learned yet" before
             "shape_learned": not spec._unset,
             "accumulate": bool(spec.accumulate),
+            "size": spec.size,
             "new_node": None if new is None or id(new) not in self.node_index else self._node(new),
         }
 
