@@ -145,6 +145,7 @@ class MpiTransport:
         # value still awaited from one of them will never come
         self.gone: set[int] = set()
         self._steps = itertools.count(1)
+        self.watchdog = _Watchdog(self.rank)
         self.busy = 0  # the runs (steps) going on in this process: the receive thread spins meanwhile
         self.last_activity = time.monotonic()
         self._thread = threading.Thread(target=self._receive_loop, name=f"mpi-receive-{self.rank}", daemon=True)
@@ -300,6 +301,7 @@ class MpiTransport:
 
     def close(self) -> None:
         """Says goodbye to the other ranks and stops the receive thread (sends it the stop message)."""
+        self.watchdog.stop()
         if self._thread.is_alive():
             byes = [self.comm.Isend([b"", self.MPI.BYTE], r, _BYE) for r in range(self.size) if r != self.rank]
             self.comm.Isend([b"", self.MPI.BYTE], self.rank, _STOP).Wait()
@@ -324,7 +326,7 @@ class MpiRendezvous(Rendezvous):
         self.timeout = timeout
         self._table = self.transport.table(self.step)
         self._waiting: dict[str, float] = {}
-        self._watchdog: threading.Thread | None = None
+        self._watched = False
         self._done = threading.Event()
         self.transport.running(+1)
 
@@ -343,9 +345,9 @@ class MpiRendezvous(Rendezvous):
             waiting.pop(key, None)
             callback(value, is_dead)
 
-        if self._watchdog is None:
-            self._watchdog = threading.Thread(target=self._watch, name=f"mpi-recv-timeout-{self.rank}", daemon=True)
-            self._watchdog.start()
+        if not self._watched:
+            self._watched = True
+            self.transport.watchdog.watch(self)
         self._table.recv(key, arrived)
 
     def abort(self, error: BaseException) -> None:
@@ -358,30 +360,84 @@ class MpiRendezvous(Rendezvous):
         return self._table.aborted
 
     def close(self) -> None:
-        """Ends the step on this rank: stops the watchdog and drops the step's table."""
+        """Ends the step on this rank: its recvs are no longer watched, and its table is dropped."""
         if not self._done.is_set():
             self._done.set()
+            self.transport.watchdog.unwatch(self)
             self.transport.running(-1)
             self.transport.finish(self.step)
 
-    def _watch(self) -> None:
+    def overdue(self) -> bool:
+        """Aborts the step, and says so, when a recv waits for a rank that has exited or for longer than
+        the timeout (the watchdog asks every `check_every` seconds)."""
         gone = self.transport.gone
-        while not self._done.wait(min(0.25, self.timeout / 4)):
-            if gone:
-                lost = [k for k in list(self._waiting) if _send_task(k) in gone]
-                if lost:
-                    sender = _send_task(lost[0])
-                    self.abort(RemoteRunError(sender, f"rank {sender} exited while rank {self.rank} still waited "
-                                                      f"for its value {lost[0]!r} (step {self.step})"))
-                    return
-            now = time.monotonic()
-            late = [k for k, deadline in list(self._waiting.items()) if deadline < now]
-            if late:
-                self.abort(RendezvousTimeout(
-                    f"rank {self.rank} waited more than {self.timeout:g} s for {late[0]!r} (step {self.step}); "
-                    "the rank that sends it may have hung or died. Set FLOWGRAPH_RECV_TIMEOUT (seconds) or "
-                    "MpiRendezvous(timeout=...) if its work legitimately takes longer"))
+        if gone:
+            lost = [k for k in list(self._waiting) if _send_task(k) in gone]
+            if lost:
+                sender = _send_task(lost[0])
+                self.abort(RemoteRunError(sender, f"rank {sender} exited while rank {self.rank} still waited "
+                                                  f"for its value {lost[0]!r} (step {self.step})"))
+                return True
+        now = time.monotonic()
+        late = [k for k, deadline in list(self._waiting.items()) if deadline < now]
+        if late:
+            self.abort(RendezvousTimeout(
+                f"rank {self.rank} waited more than {self.timeout:g} s for {late[0]!r} (step {self.step}); "
+                "the rank that sends it may have hung or died. Set FLOWGRAPH_RECV_TIMEOUT (seconds) or "
+                "MpiRendezvous(timeout=...) if its work legitimately takes longer"))
+            return True
+        return False
+
+    @property
+    def check_every(self) -> float:
+        return min(0.25, self.timeout / 4)
+
+
+class _Watchdog:
+    """One thread per process that checks the recvs of every open step (`MpiRendezvous.overdue`): starting
+    a thread per step cost 0.1-0.7 ms here, as much as a small run, and a run has two steps."""
+
+    def __init__(self, rank: int):
+        self.rank = rank
+        self._cond = threading.Condition(threading.Lock())
+        self._watched: set = set()
+        self._thread: threading.Thread | None = None
+        self._stopped = False
+
+    def watch(self, rdv: MpiRendezvous) -> None:
+        with self._cond:
+            if self._stopped:
                 return
+            self._watched.add(rdv)
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._loop, name=f"mpi-recv-timeout-{self.rank}", daemon=True)
+                self._thread.start()
+            elif len(self._watched) == 1:
+                self._cond.notify()  # it sleeps while nothing is watched
+
+    def unwatch(self, rdv: MpiRendezvous) -> None:
+        with self._cond:
+            self._watched.discard(rdv)
+
+    def stop(self) -> None:
+        with self._cond:
+            self._stopped = True
+            self._cond.notify()
+        if self._thread is not None:
+            self._thread.join()
+
+    def _loop(self) -> None:
+        while True:
+            with self._cond:
+                while not self._watched and not self._stopped:
+                    self._cond.wait()
+                if self._stopped:
+                    return
+                self._cond.wait(min(r.check_every for r in self._watched))
+                watched = list(self._watched)
+            for rdv in watched:  # outside the lock: an abort calls the recvs' callbacks
+                if rdv.overdue():
+                    self.unwatch(rdv)
 
 
 class MpiProcessGroup:
