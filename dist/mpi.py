@@ -40,8 +40,9 @@ from collections import deque
 import numpy as np
 
 from dist import wire
+from dist.exchange import Exchange, exchange_of
 from exec import multi_device
-from exec.rendezvous import Aborted, LocalRendezvous, Rendezvous, rendezvous_key
+from exec.rendezvous import LocalRendezvous, Rendezvous
 from graph.devices import task_of
 
 # MPI tags: a value's header, an abort of a step, the message that stops the receive thread, a
@@ -220,9 +221,15 @@ class MpiTransport:
 
     def _keep(self, reqs, buffers) -> None:
         # a buffer must outlive its Isend; completed ones are let go as later sends come
+        self._inflight.append((reqs, buffers))
+        self.let_go(8)
+
+    def let_go(self, keep: int = 0) -> None:
+        """Drops the buffers of completed sends, oldest first, while more than `keep` are held. Each run
+        begins with it: a Variable's array still held for a send of the last run could not be updated in
+        place (exec/kernels/variables.py)."""
         inflight = self._inflight
-        inflight.append((reqs, buffers))
-        while len(inflight) > 8:
+        while len(inflight) > keep:
             try:
                 oldest = inflight[0]
             except IndexError:
@@ -325,6 +332,7 @@ class MpiRendezvous(Rendezvous):
             timeout = float(os.environ.get("FLOWGRAPH_RECV_TIMEOUT", DEFAULT_TIMEOUT))
         self.timeout = timeout
         self._table = self.transport.table(self.step)
+        self.transport.let_go()
         self._waiting: dict[str, float] = {}
         self._watched = False
         self._done = threading.Event()
@@ -443,10 +451,12 @@ class _Watchdog:
 class MpiProcessGroup:
     """Runs this rank's part of every multi-device run (exec/multi_device.py's process group).
 
-    Rank k runs the devices of task k, all ranks meeting in one `MpiRendezvous` per run; then each
-    rank sends the values it fetched to every other one (through the same rendezvous), so `run`
-    returns all the fetches on every rank. Every rank must make the same runs in the same order,
-    as an SPMD script does; the transport numbers the runs in that order.
+    Rank k runs the devices of task k, all ranks meeting in one `MpiRendezvous` per run. Around it,
+    in a second step (dist/exchange.py), the ranks compare their feeds (which must agree: else every
+    rank raises FeedMismatchError) and, when their parts are done, send each other the values they
+    fetched and the Variables their parts write, so `run` returns all the fetches on every rank and
+    every rank's Variables hold their owners' values. Every rank must make the same runs in the same
+    order, as an SPMD script does; the transport numbers the steps in that order, two a run.
     """
 
     def __init__(self, comm=None, timeout: float | None = None):
@@ -467,51 +477,22 @@ class MpiProcessGroup:
         if beyond:  # every rank sees the same plan, so every rank stops here alike
             raise RuntimeError(f"the run uses device(s) {', '.join(beyond)}, but this MPI job has {size} rank(s) "
                                f"(tasks 0-{size - 1}): start it with -n {max(tasks.values()) + 1}")
+        # two steps a run on every rank, whatever happens: the run, and what the ranks exchange around it
         rdv = MpiRendezvous(timeout=self.timeout, transport=transport)
+        channel = MpiRendezvous(timeout=self.timeout, transport=transport)
+        local = {d for d, t in tasks.items() if t == rank}
+        exchange = Exchange(exchange_of(plan), rank, size, local, channel, rdv)
         try:
-            local = {d for d, t in tasks.items() if t == rank}
-            results = multi_device.execute(plan, feed_values, pool, rendezvous=rdv, devices=local)
-            return self._share_fetches(plan, results, tasks, rdv)
+            exchange.post_feeds(feed_values)
+            results, error = None, None
+            try:
+                results = multi_device.execute(plan, feed_values, pool, rendezvous=rdv, devices=local)
+            except BaseException as e:  # noqa: BLE001  (raised by `finish`, once the others have this rank's values)
+                error = e
+            return exchange.finish(results, error)
         finally:
+            channel.close()
             rdv.close()
-
-    def _share_fetches(self, plan, results: list, tasks: dict, rdv: MpiRendezvous) -> list:
-        rank, size = rdv.rank, self.transport.size
-        waiting: dict[str, int] = {}
-        for part in plan.parts:  # (device, plan, the fetch indices it computes, ...)
-            device = part[0]
-            for k in part[2]:
-                if tasks[device] == rank:
-                    for other in range(size):
-                        if other != rank:
-                            rdv.send(_fetch_key(device, other, k), results[k], False)
-                else:
-                    waiting[_fetch_key(device, rank, k)] = k
-        if not waiting:
-            return results
-        arrived = threading.Condition()
-        got: dict[int, tuple] = {}
-
-        def collector(k):
-            def on(value, is_dead):
-                with arrived:
-                    got[k] = (value, is_dead)
-                    arrived.notify()
-            return on
-
-        for key, k in waiting.items():
-            rdv.recv(key, collector(k))
-        with arrived:
-            arrived.wait_for(lambda: len(got) == len(waiting))  # the timeout's abort completes every recv
-        for k, (value, is_dead) in got.items():
-            if value.__class__ is Aborted:
-                raise value.error
-            results[k] = value
-        return results
-
-
-def _fetch_key(device: str, dest_rank: int, k: int) -> str:
-    return rendezvous_key(device, f"/task:{dest_rank}/cpu:0", f"fetch:{k}", "")
 
 
 def _in_mpi_job() -> bool:

@@ -35,6 +35,8 @@ class DevicesPlan:
     partitioned: object  # dist.Partitioned: the partitioned graph, for printing and tests
     uses_pool: bool = False
     copies: dict | None = None  # the last run's copies between the host and the session's device, per direction
+    feeds: tuple = ()  # the run's fed tensors, in feed order (what an error about a feed names)
+    exchange: object = None  # what a process group worked out for this plan on its first run (dist/exchange.py)
 
     @property
     def devices(self) -> list[str]:
@@ -66,7 +68,8 @@ def plan_run(graph, fetches, targets, feeds, rt, use_pool: bool, partition, devi
         plan = build_plan(parted.graph, [t for _, t in mine], device_targets, [parted.tensor(feeds[k]) for k in fed_here],
                           rt, use_pool=use_pool, device=device if part_device == on_device else None)
         parts.append((part_device, plan, [k for k, _ in mine], fed_here))
-    return DevicesPlan(parts, len(fetches), parted, uses_pool=any(part[1].uses_pool for part in parts))
+    return DevicesPlan(parts, len(fetches), parted, uses_pool=any(part[1].uses_pool for part in parts),
+                       feeds=tuple(feeds))
 
 
 def _with_loop_predicates(graph, nodes: list, fed: set) -> list:
