@@ -15,8 +15,9 @@ from grad.registry import register_gradient
 from graph.core import make_op
 from graph.ops import array as a
 from graph.ops import math as m
+from graph.ops import padding
 from graph.ops.conversion import constant
-from graph.ops.creation import zeros_like
+from graph.ops.creation import zeros, zeros_like
 from graph.ops.indexing import IndexSpec, Slice, get_item_grad, parse_index
 from graph.ops.reduce import reduce_sum
 
@@ -168,3 +169,24 @@ def _getitem(x, index: IndexSpec, dyn):
     if not dyn and all(it is Ellipsis or it == Slice(None, None, None) for it in index.items):
         return x
     return make_op("GetItem", [x, *dyn], {"index": index}).outputs[0]
+
+
+@register_gradient("Pad")
+def _pad_grad(op, g):
+    """Each input element's gradient is the sum of the gradients of the outputs taken from it (PadGrad); a
+    scalar fill's is the sum of the gradients of the filled places."""
+    widths, mode = op.attrs["pad_width"], op.attrs["mode"]
+    gx = padding.pad_grad(g, op.input_shape(0), widths, mode) if op.needs(0) else None
+    if mode != "constant":
+        return gx
+    gc = None
+    if op.needs(1) and op.fwd_inputs[1].shape == ():
+        filled = padding.pad(zeros(op.input_shape(0), g.dtype), widths, constant_values=np.ones((), g.dtype))
+        gc = reduce_sum(m.mul(g, filled))
+    return [gx, gc]
+
+
+@register_gradient("PadGrad")
+def _pad_grad_grad(op, g):
+    """PadGrad is linear in its gradient input: its own gradient is the pad again, with a zero fill."""
+    return [padding.pad(g, op.attrs["pad_width"], op.attrs["mode"]), None]

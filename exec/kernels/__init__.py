@@ -2,7 +2,20 @@
 
 Importing this package registers every kernel module's kernels.
 """
-from exec.kernels import array, basic, indexing, math, nn, random, reduce, stack, tensor_array, variables  # noqa: F401  (they register)
+from exec.kernels import (  # noqa: F401  (they register)
+    along_axis,
+    array,
+    basic,
+    einsum,
+    indexing,
+    math,
+    nn,
+    random,
+    reduce,
+    stack,
+    tensor_array,
+    variables,
+)
 from exec.kernels.registry import HEAVY_OPS, INPLACE, KERNELS, get_inplace_kernel, get_kernel
 
 __all__ = ["HEAVY_OPS", "INPLACE", "KERNELS", "get_inplace_kernel", "get_kernel"]

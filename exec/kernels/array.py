@@ -242,3 +242,38 @@ def _one_hot(node, rt):
     def one_hot(indices, depth):
         return (np.expand_dims(indices, -1) == np.arange(depth)).astype(dtype)
     return one_hot
+
+
+@kernel("Pad")
+def _pad(node, rt):
+    widths, mode = node.attrs["pad_width"], node.attrs["mode"]
+    if mode == "constant":
+        def pad_constant(x, fill):
+            return np.pad(x, widths, "constant", constant_values=fill)
+        return pad_constant
+
+    def pad(x):
+        return np.pad(x, widths, mode)
+    return pad
+
+
+@kernel("PadGrad")
+def _pad_grad(node, rt):
+    widths, mode = node.attrs["pad_width"], node.attrs["mode"]
+
+    def pad_grad(g, x_shape):
+        """Each output element's gradient summed into the input element it was taken from: where np.pad
+        puts each input position, read off the pad of their flat indices."""
+        shape = tuple(int(d) for d in np.asarray(x_shape).reshape(-1))
+        g = np.asarray(g)
+        if mode == "constant":
+            return _scalar(g[tuple(slice(lo, lo + d) for (lo, _), d in zip(widths, shape, strict=True))].copy())
+        size = int(np.prod(shape))
+        source = np.pad(np.arange(size).reshape(shape), widths, mode).reshape(-1)
+        if g.dtype.kind == "f":
+            out = np.bincount(source, weights=g.reshape(-1), minlength=size).astype(g.dtype, copy=False)
+        else:
+            out = np.zeros(size, g.dtype)
+            np.add.at(out, source, g.reshape(-1))
+        return _scalar(out.reshape(shape))
+    return pad_grad

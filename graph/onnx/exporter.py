@@ -22,6 +22,7 @@ from graph.onnx import control_flow
 from graph.onnx.builder import GraphBuilder, Names, evaluate, sequence_type, tensor_type
 from graph.onnx.indexing import INDEXING
 from graph.onnx.lowering import Emitter, ExportError, Scope
+from graph.onnx.numpy_ops import NUMPY_LOWERINGS
 from graph.onnx.ops import LOWERINGS
 from graph.onnx.sequences import TensorArrays
 from graph.op_registry import get_opdef
@@ -45,7 +46,7 @@ class Walk:
         self.root = Scope(None, GraphBuilder(self.names, "main"), None)
         self.inputs = inputs  # id(Placeholder node) -> ONNX input name
         self.drop = frozenset(drop)
-        self.lowerings = {**LOWERINGS, **INDEXING, **TensorArrays(graph).lowerings}
+        self.lowerings = {**LOWERINGS, **NUMPY_LOWERINGS, **INDEXING, **TensorArrays(graph).lowerings}
         self.cond_of: dict[int, object] = {}   # id(cond Merge) -> its CondState
         self.loop_of: dict[int, WhileContext] = {}  # id(loop Merge) -> its loop
         for ctx in _contexts(graph):

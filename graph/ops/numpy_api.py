@@ -12,11 +12,14 @@ import numpy as np
 from graph import shapes as _sh
 from graph.errors import SymbolicValueError, UnsupportedError
 from graph.node import Tensor
+from graph.ops import along_axis as L
 from graph.ops import array as A
 from graph.ops import creation as C
+from graph.ops import einsum as E
 from graph.ops import indexing as I
 from graph.ops import math as M
 from graph.ops import nn as N
+from graph.ops import padding as P
 from graph.ops import reduce as R
 from graph.ops import shape_ops as S
 from graph.ops.axes import normalize_axis
@@ -322,6 +325,41 @@ def _where(condition, x=None, y=None):
     return A.where(condition, x, y)
 
 
+def _pad(array, pad_width, mode="constant", **kwargs):
+    constant_values = kwargs.pop("constant_values", 0)
+    _unsupported_kwargs(f"np.pad(mode={mode!r})", kwargs, {"reflect_type": "even"})
+    return P.pad(array, pad_width, mode, constant_values)
+
+
+def _einsum(*operands, out=None, optimize=False, dtype=None, order="K", casting="safe"):
+    _no_out("np.einsum", out)
+    return E.einsum(*operands, dtype=dtype, casting=casting, optimize=optimize)
+
+
+def _cumulative(builder, name):
+    def impl(a, axis=None, dtype=None, out=None):
+        _no_out(name, out)
+        return builder(a, axis, dtype)
+    return impl
+
+
+cumsum = _cumulative(L.cumsum, "np.cumsum")
+cumprod = _cumulative(L.cumprod, "np.cumprod")
+
+
+def _sorting(builder, name):
+    def impl(a, axis=-1, kind=None, order=None, *, stable=None):
+        if order is not None:
+            raise UnsupportedError(f"{name}(order=...) sorts structured arrays; graph tensors have no fields")
+        if stable:
+            kind = "stable"
+        return builder(a, axis, kind)
+    return impl
+
+
+argsort = _sorting(L.argsort, "np.argsort")
+
+
 FUNCTIONS = {
     np.sum: _reduction(R.reduce_sum), np.mean: _reduction(R.reduce_mean), np.prod: _reduction(R.reduce_prod),
     np.max: _reduction(R.reduce_max, False), np.min: _reduction(R.reduce_min, False),
@@ -343,6 +381,8 @@ FUNCTIONS = {
     np.swapaxes: _swapaxes, np.moveaxis: _moveaxis, np.outer: _outer,
     np.round: round_, np.around: round_, np.count_nonzero: _count_nonzero,
     np.linalg.norm: _norm,
+    np.pad: _pad, np.einsum: _einsum,
+    np.cumsum: cumsum, np.cumprod: cumprod, np.sort: _sorting(L.sort, "np.sort"), np.argsort: argsort,
 }
 
 

@@ -211,6 +211,8 @@ METHODS = {
     "var": _var, "std": _std,
     "dot": _dot, "clip": _clip, "round": _round,
     "copy": lambda self: convert(self),
+    # what np.cumsum(t) etc. build (graph.ops.numpy_api); `sort` is left out: ndarray.sort sorts in place
+    "cumsum": _numpy_api.cumsum, "cumprod": _numpy_api.cumprod, "argsort": _numpy_api.argsort,
 }
 
 

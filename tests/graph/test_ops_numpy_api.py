@@ -78,8 +78,8 @@ def test_unsupported_function_names_itself():
         x = G.placeholder(np.float32, [3, 3])
         with pytest.raises(TypeError, match=r"np\.linalg\.svd is not supported on graph tensors.*np\.sum"):
             np.linalg.svd(x)
-        with pytest.raises(TypeError, match=r"np\.cumsum is not supported on graph tensors"):
-            np.cumsum(x)
+        with pytest.raises(TypeError, match=r"np\.median is not supported on graph tensors"):
+            np.median(x)
         with pytest.raises(TypeError, match=r"np\.arccosh is not supported on graph tensors; supported ufuncs"):
             np.arccosh(x)
         with pytest.raises(TypeError, match=r"np\.add\.accumulate is not supported"):
@@ -118,5 +118,5 @@ def test_an_unsupported_numpy_function_names_the_callers_line():
         x = G.placeholder(np.float64, [2, 2])
         with pytest.raises(G.errors.UnsupportedError, match=r"test_ops_numpy_api\.py:\d+: np\.linalg\.inv is not "):
             np.linalg.inv(x)
-        with pytest.raises(TypeError, match="np.cumsum is not supported"):  # (a TypeError, as numpy's)
-            np.cumsum(x)
+        with pytest.raises(TypeError, match="np.median is not supported"):  # (a TypeError, as numpy's)
+            np.median(x)
