@@ -5,11 +5,15 @@ import os
 import sys
 from dataclasses import dataclass
 
+import numpy as np
+
 # Frames inside these package folders are the system's own; a node's source
 # location is the first frame outside them (the user's code).
 _ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 _INTERNAL_DIRS = tuple(os.path.join(_ROOT, pkg) + os.sep for pkg in ("graph", "exec", "grad", "dist", "transpile"))
 _extra_internal: list[str] = []
+# numpy's own functions (np.sum calling back into a tensor): never where a user's value comes from
+_NUMPY_DIR = os.path.dirname(os.path.abspath(np.__file__)) + os.sep
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,7 +45,7 @@ def user_location(skip_internal: bool = True) -> SourceLocation | None:
     f = sys._getframe(1)
     while f is not None:
         fn = f.f_code.co_filename
-        if not (skip_internal and is_internal(fn)) and not fn.startswith("<"):
+        if not (skip_internal and (is_internal(fn) or fn.startswith(_NUMPY_DIR))) and not fn.startswith("<"):
             return SourceLocation(fn, f.f_lineno, f.f_code.co_name)
         f = f.f_back
     return None

@@ -440,11 +440,32 @@ CONSTRUCTORS = {
 
 
 def constructor_call(func, args, kwargs):
-    """`func(*args, **kwargs)` as graph ops, for a numpy constructor given a tensor (NotImplemented: not one)."""
+    """`func(*args, **kwargs)` as graph ops where numpy's dispatch cannot route the call to the graph by
+    itself (NotImplemented elsewhere): a numpy constructor given a tensor (`np.zeros(n)`), or a numpy
+    function whose array argument is a list or tuple holding tensors (`np.sum([a, b])`)."""
     impl = CONSTRUCTORS.get(func)
-    if impl is None or not any(_holds_tensor(v) for v in (*args, *kwargs.values())):
+    if impl is None:
+        return list_call(func, args, kwargs)
+    if not any(_holds_tensor(v) for v in (*args, *kwargs.values())):
         return NotImplemented
     return impl(*args, **kwargs)
+
+
+# functions of a sequence of arrays: numpy's dispatch sees the tensors in it (NEP 18)
+_OF_SEQUENCES = frozenset({np.concatenate, np.stack, np.vstack, np.hstack})
+
+
+def list_call(func, args, kwargs):
+    """`func(*args, **kwargs)` for a numpy function of FUNCTIONS whose array argument (the first) is a
+    list or tuple holding tensors: the list becomes a tensor as `np.asarray` would make it an array (the
+    items stacked, numpy's dtype promotion); NotImplemented for any other call. numpy's dispatch looks
+    for tensors in the array arguments, not inside lists, and would ask each tensor for an array."""
+    impl = FUNCTIONS.get(func)
+    if impl is None or not args or not isinstance(args[0], (list, tuple)) or not _holds_tensor(args[0]):
+        return NotImplemented
+    if func in _OF_SEQUENCES:
+        return impl(*args, **kwargs)
+    return impl(convert(args[0]), *args[1:], **kwargs)
 
 
 def _holds_tensor(v) -> bool:
@@ -478,7 +499,10 @@ def array(self, dtype=None, copy=None):
     raise SymbolicValueError(
         f"{t.describe()} is a graph tensor: it has no value while the graph is being built, so numpy cannot "
         "convert it to an array. Run the graph (Session.run) to get its value, or use graph ops / numpy "
-        "functions that accept tensors")
+        "functions that accept tensors. A list holding graph tensors is such a conversion (np.array([a, b]), "
+        "np.sum([a, b])): numpy looks for tensors in its array arguments, not inside lists. Stack them first, "
+        "np.stack([a, b]) or graph.stack([a, b]), and apply the function to that (in a transpile.function, "
+        "np.sum([a, b]) itself works)")
 
 
 def install(cls) -> None:

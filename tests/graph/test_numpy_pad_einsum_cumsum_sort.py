@@ -1,7 +1,8 @@
 """np.pad, np.einsum, np.cumsum / np.cumprod and np.sort / np.argsort on graph tensors: the values, dtypes and
 shapes numpy gives (static shapes inferred exactly where the inputs' are known), errors where numpy raises,
 gradients equal to finite differences (second order for pad and sort), and ONNX exports that compute the
-same in onnxruntime or fail naming the op."""
+same in onnxruntime or fail naming the op. A numpy function given a list of tensors builds the graph op in
+converted code, and says how to write it in graph code."""
 import re
 
 import numpy as np
@@ -11,6 +12,7 @@ from hypothesis import strategies as st
 
 import grad
 import graph as G
+import transpile
 from exec import RunError, Session
 from tests.grad.gradcheck import check_gradients
 from tests.graph.op_checks import assert_same, check, run_graph
@@ -208,6 +210,33 @@ def test_sort_gradients_first_and_second_order():
                         .reshape((-1,) + (1,) * (0 if axis in (-1, None) else 1)), x)
         check_gradients(lambda t: grad.gradients(G.reduce_sum(np.sort(t, axis) ** 3 * np.sort(t, axis)[..., :1]),
                                                  [t])[0], x)
+
+
+# --------------------------------------------------------------------------- lists of tensors
+
+def test_numpy_functions_of_lists_of_tensors_in_converted_code():
+    @transpile.function
+    def f(a, b, n):
+        return (np.sum([a, b]), np.mean([a, b]), np.max([a, b]), np.array([a, b]), np.stack([a, b]),
+                np.concatenate([a, np.ones(2)]), np.sum([a, b], axis=0), np.min((n, 2)), np.argmax([a, b]),
+                np.cumsum([a, b], axis=1), np.sort([b, a], axis=0))
+    a, b = np.array([1.0, 5.0, 3.0]), np.array([4.0, 2.0, 6.0])
+    got = f(a, b, 7)
+    want = f.python_function(a, b, 7)
+    for g_, w_ in zip(got, want, strict=True):
+        assert_same(g_, w_)
+
+
+def test_numpy_functions_of_lists_in_graph_code():
+    g = G.Graph()
+    with g.as_default():
+        a, b = G.placeholder(np.int32, (3,), name="a"), G.placeholder(np.int32, (3,), name="b")
+        stacked, joined = np.stack([a, b]), np.concatenate([a, np.ones(2, np.int64)])
+        with pytest.raises(G.errors.SymbolicValueError, match=rf"{re.escape(__file__)}:\d+: .*np\.stack\(\[a, b\]\)"):
+            np.sum([a, b])
+    feeds = {a: np.arange(3, dtype=np.int32), b: np.ones(3, np.int32)}
+    assert_same(Session(g).run(stacked, feeds), np.stack([feeds[a], feeds[b]]), stacked)
+    assert_same(Session(g).run(joined, feeds), np.concatenate([feeds[a], np.ones(2, np.int64)]), joined)
 
 
 # --------------------------------------------------------------------------- ONNX

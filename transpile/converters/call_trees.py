@@ -28,6 +28,12 @@ NUMPY_CONSTRUCTORS = frozenset({"array", "asarray", "asanyarray", "ascontiguousa
                                 "full", "arange", "eye", "bool", "int8", "int16", "int32", "int64", "uint8",
                                 "uint16", "uint32", "uint64", "float16", "float32", "float64", "copy",
                                 "zeros_like", "ones_like", "empty_like", "full_like"})
+# numpy functions of an array, given a list or tuple display (`np.sum([a, b])`): numpy looks for tensors in its
+# array arguments, not inside lists, so `ag.call` builds the graph op when the list holds one.
+NUMPY_OF_ARRAYS = frozenset({"sum", "mean", "prod", "max", "min", "amax", "amin", "any", "all", "argmax", "argmin",
+                             "var", "std", "cumsum", "cumprod", "sort", "argsort", "pad", "flip", "transpose",
+                             "reshape", "squeeze", "expand_dims", "clip", "ravel", "round", "around", "count_nonzero",
+                             "dot", "outer", "take", "tile", "swapaxes", "moveaxis"})
 # np.random's functions: graph random ops from `ag.call` while a graph is traced (graph/ops/numpy_random.py), so
 # that each run draws anew.
 NUMPY_RANDOM = frozenset({"rand", "randn", "random", "random_sample", "ranf", "sample", "uniform", "normal",
@@ -216,6 +222,8 @@ class CallTrees(Converter):
                 and not (isinstance(func.value, gast.Name) and func.value.id == first and first == "self"):
             return node
         new = self.ctx.ag_call("call", [func] + list(node.args), node.keywords)
+                    or (name in NUMPY_OF_ARRAYS and getattr(np, name, None) is value and node.args
+                        and isinstance(node.args[0], (gast.List, gast.Tuple))) \
         return A.locate(new, node)
 
 
