@@ -214,6 +214,8 @@ class CallTrees(Converter):
             if (name in SEQUENCE_FUNCTIONS and getattr(np, name) is value and node.args
                     and isinstance(node.args[0], gast.Name) and node.args[0].id in self.appended) \
                     or (name in NUMPY_CONSTRUCTORS and getattr(np, name, None) is value) \
+                    or (name in NUMPY_OF_ARRAYS and getattr(np, name, None) is value and node.args
+                        and isinstance(node.args[0], (gast.List, gast.Tuple))) \
                     or (name in NUMPY_RANDOM and getattr(np.random, name, None) is value):
                 return A.locate(self.ctx.ag_call("call", [func] + list(node.args), node.keywords), node)
             if is_library_object(value) or isinstance(value, type):
@@ -222,8 +224,6 @@ class CallTrees(Converter):
                 and not (isinstance(func.value, gast.Name) and func.value.id == first and first == "self"):
             return node
         new = self.ctx.ag_call("call", [func] + list(node.args), node.keywords)
-                    or (name in NUMPY_OF_ARRAYS and getattr(np, name, None) is value and node.args
-                        and isinstance(node.args[0], (gast.List, gast.Tuple))) \
         return A.locate(new, node)
 
 
