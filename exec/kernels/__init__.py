@@ -13,6 +13,7 @@ from exec.kernels import (  # noqa: F401  (they register)
     random,
     reduce,
     stack,
+    strings,
     tensor_array,
     variables,
 )

@@ -16,4 +16,5 @@ from graph.ops.padding import *  # noqa: F401,F403
 from graph.ops.random import *  # noqa: F401,F403
 from graph.ops.reduce import *  # noqa: F401,F403
 from graph.ops.shape_ops import *  # noqa: F401,F403
+from graph.ops.strings import Field, string_format
 from graph.ops.variables import *  # noqa: F401,F403

@@ -33,7 +33,7 @@ def constant(value, dtype=None, name: str | None = None) -> Tensor:
 
 def _constant_array(value, dtype) -> np.ndarray:
     arr = np.asarray(value, dtype=None if dtype is None else _dt.as_dtype(dtype))
-    if arr.dtype == object:
+    if arr.dtype == object and not all(isinstance(v, str) for v in arr.flat):  # text is a graph string
         raise DTypeError(f"cannot make a constant from {type(value).__name__} value {value!r}")
     return arr
 

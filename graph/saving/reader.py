@@ -18,6 +18,7 @@ from graph.errors import GraphError, SourceLocation
 from graph.node import Node, Tensor
 from graph.op_registry import get_opdef
 from graph.ops import Variable
+from graph.ops.strings import STRING
 from graph.saving import records
 from graph.saving.archive import Archive
 from graph.saving.signature import Output, Signature
@@ -192,7 +193,11 @@ class _Reader:
             raise FormatError(f"node {node.name} ({op}) has {len(saved)} outputs in the file, the op gives "
                               f"{len(node.outputs)}")
         for t, (dtype, shape) in zip(node.outputs, saved, strict=True):
-            t.dtype, t.shape = decode_dtype(dtype), decode_shape(shape)
+            decoded = decode_dtype(dtype)
+            if (decoded is STRING) != (t.dtype is STRING):  # text only where the op makes text
+                raise FormatError(f"node {node.name} ({op}) has an output of dtype {dtype} in the file, the op "
+                                  f"gives {t.dtype}")
+            t.dtype, t.shape = decoded, decode_shape(shape)
         return node
 
     @staticmethod

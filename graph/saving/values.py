@@ -16,6 +16,7 @@ import numpy as np
 from graph import dtypes as _dt
 from graph.errors import SourceLocation
 from graph.ops.indexing import Dyn, IndexSpec, Slice
+from graph.ops.strings import STRING
 
 
 class FormatError(ValueError):
@@ -29,6 +30,8 @@ def encode_dtype(dtype) -> str:
 def decode_dtype(name: str):
     if name == "variant":
         return _dt.variant
+    if name == "object":  # text (graph/ops/strings.py)
+        return STRING
     try:
         dtype = np.dtype(name)
     except TypeError:
@@ -81,6 +84,8 @@ class Encoder:
             return encode(self, value, where)
         if isinstance(value, np.dtype) or value is _dt.variant:
             return {"$dtype": encode_dtype(value)}
+        if isinstance(value, np.ndarray) and value.dtype == object and all(isinstance(v, str) for v in value.flat):
+            return {"$text": [list(value.shape), [str(v) for v in value.flat]]}
         if isinstance(value, np.ndarray):
             return {"$array": self.array(value)}
         if isinstance(value, np.generic):
@@ -136,6 +141,15 @@ def _float(dec, payload):
     return float(payload)
 
 
+def _text(dec, payload):
+    shape, items = payload
+    if not all(isinstance(v, str) for v in items):
+        raise FormatError("a text array holds a value that is not a str")
+    out = np.empty(len(items), dtype=object)
+    out[:] = items
+    return out.reshape(tuple(shape))
+
+
 def _scalar(dec, k):
     arr = dec._array(k)
     if arr.ndim != 0:
@@ -150,6 +164,7 @@ _DECODERS: dict[str, Callable] = {
     "$dtype": lambda dec, name: decode_dtype(name),
     "$array": lambda dec, k: dec._array(k),
     "$scalar": _scalar,
+    "$text": _text,
     "$ellipsis": lambda dec, _: Ellipsis,
     "$complex": lambda dec, parts: complex(*(dec.decode(p) for p in parts)),
     "$slice": lambda dec, parts: slice(*(dec.decode(p) for p in parts)),

@@ -314,6 +314,42 @@ def test_str_and_f_strings_of_graph_values_are_their_values():
     assert_like_python(f, (np.array([1.0, 2.5]),))
 
 
+def test_text_of_graph_values_in_every_form():
+    def f(t, n):
+        m = t.max()
+        k = int(n) * 2
+        return ("step %d: %5.2f%%" % (k, m), "{} and {:.1f}".format(k, m), "{b}/{a!r}".format(a=k, b=m),
+                ", ".join([str(k), f"{m:+.3e}"]), f"{[k, float(m)]}", f"{t}", format(m, "08.3f"), repr(k),
+                f"{k!r:>6}", f"{n}")
+    assert_like_python(f, (np.array([1.0, 2.5, -3.0]), 4), (np.array([0.5]), 0))
+
+
+def test_strings_that_differ_between_branches_and_grow_in_a_loop():
+    def f(x, n):
+        name = "positive" if x > 0 else "negative"
+        if x > 1:
+            kind = "big"
+        else:
+            kind = "small"
+        label = "a"
+        i = 0
+        while i < n:
+            label = label + "b"
+            i += 1
+        return name, kind, label, name + "/" + kind
+    assert_like_python(f, (1.5, 3), (-1.0, 0))
+
+
+def test_an_f_string_of_a_value_from_a_graph_loop():
+    def f(x, n):
+        msg = "start"
+        for i in range(n):
+            x = x * 2
+            msg = f"{i}: {x:.1f}"
+        return msg
+    assert_like_python(f, (1.5, 3))
+
+
 # --------------------------------------------------------------------------- dtypes
 
 

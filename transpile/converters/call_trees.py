@@ -18,7 +18,7 @@ from transpile.liveness.activity import FUNCTION_SCOPE
 
 # Builtins with a tensor-aware version in the runtime module (`ag.range`, `ag.len`, ...).
 OVERRIDDEN_BUILTINS = frozenset({"range", "len", "enumerate", "zip", "abs", "min", "max", "sum", "int",
-                                 "float", "bool", "print", "isinstance"})
+                                 "float", "bool", "print", "isinstance", "str", "repr", "format"})
 # numpy functions that take a sequence: given a list a graph loop built, they get a stacked tensor.
 SEQUENCE_FUNCTIONS = frozenset({"stack", "array", "asarray", "concatenate", "vstack"})
 # numpy constructors: `np.zeros(n)`, `np.arange(n)`, `np.array([t, 1.0])`, `np.float32(t)` get graph ops from
@@ -90,8 +90,9 @@ class CallTrees(Converter):
         n = ag.len(xs)
         z = np.tanh(h)
 
-    An f-string argument of `print` becomes `ag.fstr(...)` of its parts, so
-    that tensors in it print their run-time values. Targets resolved at
+    An f-string becomes `ag.fstr(...)` of its parts and `"..." % x` becomes
+    `ag.percent("...", x)`, so that graph values in them give their text when the
+    graph runs (transpile/operators/formatting.py). Targets resolved at
     conversion time to numpy, the standard library or this
     project, and methods of arrays on local values (`x.sum()`), are left as they
     are (except numpy's sequence functions, e.g. `np.stack(outs)`, on a list the
@@ -173,8 +174,17 @@ class CallTrees(Converter):
                 return False, None
         return True, value
 
+    def visit_JoinedStr(self, node):
+        return self._formatted(self.generic_visit(node))
+
+    def visit_BinOp(self, node):
+        node = self.generic_visit(node)
+        if isinstance(node.op, gast.Mod) and isinstance(node.left, gast.Constant) and isinstance(node.left.value, str):
+            return A.locate(self.ctx.ag_call("percent", [node.left, node.right]), node)
+        return node
+
     def _formatted(self, joined):
-        """An f-string printed by `print`: its parts, so that tensors in it print their values."""
+        """An f-string: its parts, so that graph values in it give their text when the graph runs."""
         parts = []
         for v in joined.values:
             if isinstance(v, gast.FormattedValue):
@@ -207,8 +217,6 @@ class CallTrees(Converter):
             if isinstance(func, gast.Name) and func.id in OVERRIDDEN_BUILTINS \
                     and value is getattr(builtins, func.id):
                 node.func = A.locate(self.ctx.ag_attr(func.id), func)
-                if func.id == "print":
-                    node.args = [self._formatted(a) if isinstance(a, gast.JoinedStr) else a for a in node.args]
                 return node
             name = getattr(value, "__name__", None)
             if (name in SEQUENCE_FUNCTIONS and getattr(np, name) is value and node.args

@@ -24,7 +24,8 @@ Modules, each with one job (the later ones build on the earlier ones):
     loop_vars        how each variable enters and leaves a graph loop
     loops            while_stmt, for_stmt
     loop_options     loop_options: what a loop body asks of its graph loop (an iteration limit)
-    statements       assert_stmt, print_ (with f-strings: fstr, fmt)
+    statements       assert_stmt, print_
+    formatting       text of graph values: f-strings (fstr, fmt), str_, repr_, format_, percent, format_method
     list_items       lst[k].append(v), also at a graph-tensor index k (append_at)
     py_builtins      len_, abs_, min_, max_, sum_, int_, float_, bool_, isinstance_
     calls            call (converts user functions on first use), ag_namespace
@@ -45,6 +46,7 @@ from transpile.operators.arrays import MutableArray
 from transpile.operators.calls import ag_namespace, call, conversion_of, converted_function
 from transpile.operators.conditionals import graph_cond, if_exp, if_stmt
 from transpile.operators.data_structures import TensorList, list_append, set_item, share_element_specs, stacked_list
+from transpile.operators.formatting import fmt, fstr
 from transpile.operators.iterables import GraphEnumerate, GraphRange, GraphZip, enumerate_, range_, zip_
 from transpile.operators.leaves import is_composite, is_tensor
 from transpile.operators.logical import and_, not_, or_
@@ -52,7 +54,7 @@ from transpile.operators.loop_options import loop_options
 from transpile.operators.loops import for_stmt, while_stmt
 from transpile.operators.py_builtins import abs_, bool_, float_, int_, isinstance_, len_, max_, min_, sum_
 from transpile.operators.staging import StagingError
-from transpile.operators.statements import FormattedText, assert_stmt, fmt, fstr, print_
+from transpile.operators.statements import assert_stmt, print_
 from transpile.operators.trace_state import is_tracing, tracing
 from transpile.operators.values import (
                                         ConditionallyDefinedError,
@@ -74,7 +76,7 @@ __all__ = [
     # lists, arrays and items
     "MutableArray", "TensorList", "list_append", "set_item", "stacked_list", "share_element_specs",
     # statements and builtins
-    "assert_stmt", "print_", "fstr", "fmt", "FormattedText", "range_", "enumerate_", "zip_", "GraphRange",
+    "assert_stmt", "print_", "fstr", "fmt", "range_", "enumerate_", "zip_", "GraphRange",
     "GraphEnumerate", "GraphZip", "len_", "abs_", "min_", "max_", "sum_", "int_", "float_", "bool_",
     "isinstance_",
     # calls and tracing

@@ -24,6 +24,7 @@ from transpile.errors import ConversionError
 from transpile.operators.arrays import NEW_ARRAY_FUNCTIONS, new_array
 from transpile.operators.conditionals import if_exp, if_stmt
 from transpile.operators.data_structures import TensorList, list_append, set_attribute_item, set_item
+from transpile.operators.formatting import fmt, format_, format_method, fstr, join, percent, repr_, str_
 from transpile.operators.iterables import enumerate_, range_, zip_
 from transpile.operators.list_items import append_at
 from transpile.operators.logical import and_, not_, or_
@@ -41,7 +42,7 @@ from transpile.operators.py_builtins import (
     sum_,
 )
 from transpile.operators.staging import StagingError
-from transpile.operators.statements import assert_stmt, fmt, fstr, print_
+from transpile.operators.statements import assert_stmt, print_
 from transpile.operators.trace_state import trace_state
 from transpile.operators.values import Undefined, ld, to_global, undefined_return
 
@@ -125,6 +126,7 @@ def _stack_like(f, t: Tensor, kwargs):
 
 
 _SEQUENCE_FUNCTIONS = (np.stack, np.array, np.asarray, np.concatenate, np.vstack)
+_STR_METHODS = {"format": format_method, "join": join}
 
 
 def _random_draw(f):
@@ -142,6 +144,9 @@ def call(f, *args, **kwargs):
     builtin = BUILTIN_FUNCTIONS.get(f) if isinstance(f, types.BuiltinFunctionType) or isinstance(f, type) else None
     if builtin is not None:
         return builtin(*args, **kwargs)
+    text = _STR_METHODS.get(getattr(f, "__name__", None)) if isinstance(getattr(f, "__self__", None), str) else None
+    if text is not None:  # "{}".format(x), ", ".join(items): graph strings of graph values
+        return text(f.__self__, *args, **kwargs)
     if any(f is g for g in _SEQUENCE_FUNCTIONS) and args and isinstance(args[0], (Tensor, TensorList)):
         t = args[0].stack() if isinstance(args[0], TensorList) else args[0]
         return _stack_like(f, t, dict(kwargs))
@@ -191,7 +196,7 @@ ag_namespace = types.SimpleNamespace(
     and_=and_, or_=or_, not_=not_,
     Undefined=Undefined, undefined_return=undefined_return, ld=ld, to_global=to_global,
     list_append=list_append, append_at=append_at, set_item=set_item, set_attribute_item=set_attribute_item,
-    assert_stmt=assert_stmt, call=call, fstr=fstr, fmt=fmt,
+    assert_stmt=assert_stmt, call=call, fstr=fstr, fmt=fmt, percent=percent,
     print=print_, range=range_, len=len_, enumerate=enumerate_, zip=zip_, abs=abs_, min=min_, max=max_,
-    sum=sum_, int=int_, float=float_, bool=bool_, isinstance=isinstance_,
+    sum=sum_, int=int_, float=float_, bool=bool_, isinstance=isinstance_, str=str_, repr=repr_, format=format_,
 )

@@ -8,6 +8,7 @@ import graph
 from graph import nest
 from graph.node import Tensor
 from graph.ops import conversion as _conversion
+from graph.ops.strings import STRING
 from transpile.operators.trace_state import trace_state
 
 
@@ -88,14 +89,15 @@ def mark_weak_type(t, kind: type) -> None:
 
 
 def is_numeric(leaf) -> bool:
-    """A tensor or a number (Python, numpy scalar or array)."""
-    return is_tensor(leaf) or isinstance(leaf, (bool, int, float, complex, np.generic, np.ndarray))
+    """A tensor, a number (Python, numpy scalar or array), or a str: what graph conds and loops can carry
+    (a str that differs between branches or iterations is a graph string, graph/ops/strings.py)."""
+    return is_tensor(leaf) or isinstance(leaf, (bool, int, float, complex, str, np.generic, np.ndarray))
 
 
 def is_convertible(v) -> bool:
     """Whether every leaf of `v` is None, a tensor, or a number of a numeric dtype."""
     for leaf in nest.flatten(v):
-        if leaf is None or is_tensor(leaf) or isinstance(leaf, Tensor):
+        if leaf is None or is_tensor(leaf) or isinstance(leaf, (Tensor, str)):
             continue
         if isinstance(leaf, (bool, int, float, complex, np.generic, np.ndarray)):
             if np.asarray(leaf).dtype.kind in "biufc":
@@ -121,6 +123,8 @@ def leaf_dtype(v):
         return graph.dtypes.dtype_of_python_scalar(v)
     if v is None:
         return None
+    if isinstance(v, str):
+        return STRING
     return np.asarray(v).dtype
 
 
@@ -133,6 +137,8 @@ def convert_leaf(v, dtype=None):
         return t if dtype is None or t.dtype == dtype else graph.cast(t, dtype)
     if v is None:
         return None
+    if isinstance(v, str):
+        return graph.constant(np.array(v, dtype=STRING))
     arr = np.asarray(v) if dtype is None else np.asarray(v, dtype=dtype)
     if arr.dtype == object or arr.dtype.kind not in "biufc":
         raise TypeError(type(v).__name__)

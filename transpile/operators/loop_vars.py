@@ -190,9 +190,10 @@ def body_output(v_in, v_out, mode, name, meta):
             return None, ("maybe", spec_of(like))
         if isinstance(v_in, list) and isinstance(v_out, list):
             return None, ("accumulate",)
-        if (getattr(v_in, "is_variable", False) or isinstance(v_in, MutableArray)) and is_numeric(v_out) \
+        if (getattr(v_in, "is_variable", False) or isinstance(v_in, (MutableArray, str))) and is_numeric(v_out) \
                 and is_convertible(v_out):
-            return None, ("tensor", None)  # a name bound to a Variable or array, then to values computed from it
+            # a name bound to a Variable or array, then to values computed from it; a str, then to a graph string
+            return None, ("tensor", None)
         raise StagingError(f"{label} is {describe(v_in)} before the graph loop and changes in its body{at} "
                            f"(to {describe(v_out)}); a graph loop can only carry tensors and numbers (also in "
                            "tuples, lists and dicts)")

@@ -11,8 +11,9 @@ import graph
 from graph.node import Tensor
 from transpile.operators.arrays import MutableArray
 from transpile.operators.data_structures import TensorList, list_truth
+from transpile.operators.formatting import format_, repr_, str_
 from transpile.operators.iterables import GraphRange, RangeSource, enumerate_, range_, zip_
-from transpile.operators.leaves import is_tensor, is_weak
+from transpile.operators.leaves import is_tensor, is_weak, mark_weak_type
 from transpile.operators.staging import predicate
 from transpile.operators.statements import print_
 from transpile.operators.values import MaybeDefined
@@ -83,19 +84,27 @@ def _scalar_cast(x, dtype, what):
 
 
 def int_(x, *args):
-    """`int(x)`: truncation toward zero, as an int64 tensor for a tensor."""
-    return _scalar_cast(x, np.int64, "int") if is_tensor(x) and not args else builtins.int(x, *args)
+    """`int(x)`: truncation toward zero, as an int64 tensor for a tensor (one that stands for a Python
+    int: weak beside arrays, as the int is)."""
+    if is_tensor(x) and not args:
+        return _python_number(_scalar_cast(x, np.int64, "int"), int)
+    return builtins.int(x, *args)
 
 
 def float_(x=0.0):
-    """`float(x)`: a float64 tensor for a tensor."""
-    return _scalar_cast(x, np.float64, "float") if is_tensor(x) else builtins.float(x)
+    """`float(x)`: a float64 tensor for a tensor (one that stands for a Python float)."""
+    return _python_number(_scalar_cast(x, np.float64, "float"), float) if is_tensor(x) else builtins.float(x)
 
 
 def bool_(x=False):
-    """`bool(x)`: a bool tensor for a tensor."""
+    """`bool(x)`: a bool tensor for a tensor (one that stands for a Python bool)."""
     x = list_truth(x)
-    return predicate(x, "bool()") if is_tensor(x) else builtins.bool(x)
+    return _python_number(predicate(x, "bool()"), bool) if is_tensor(x) else builtins.bool(x)
+
+
+def _python_number(t: Tensor, kind: type) -> Tensor:
+    mark_weak_type(t, kind)
+    return t
 
 
 def isinstance_(obj, classinfo):
@@ -145,4 +154,5 @@ def _tensor_is(t: Tensor, cls) -> bool:
 BUILTIN_FUNCTIONS = {builtins.range: range_, builtins.len: len_, builtins.enumerate: enumerate_,
                      builtins.zip: zip_, builtins.abs: abs_, builtins.min: min_, builtins.max: max_,
                      builtins.sum: sum_, builtins.int: int_, builtins.float: float_, builtins.bool: bool_,
-                     builtins.print: print_, builtins.isinstance: isinstance_}
+                     builtins.print: print_, builtins.isinstance: isinstance_, builtins.str: str_,
+                     builtins.repr: repr_, builtins.format: format_}

@@ -1,4 +1,5 @@
-"""`assert` and `print`: checked and printed when the graph runs, in program order, for tensors."""
+"""`assert` and `print`: checked and printed when the graph runs, in program order, for tensors (an
+f-string with graph values in it is a graph string, transpile/operators/formatting.py)."""
 from __future__ import annotations
 
 import builtins
@@ -24,49 +25,8 @@ def assert_stmt(test, message):
     return graph.assert_(predicate(test, "an assert"), str(text))
 
 
-class FormattedText:
-    """An f-string with tensors in it, as `print` shows it: text and run-time values."""
-
-    def __init__(self, parts):
-        self.parts = parts
-
-
-class _Formatted:
-    """A formatted value of an f-string (`{value:spec}`) whose value is a tensor."""
-
-    def __init__(self, value, spec):
-        self.value, self.spec = value, spec
-
-
-def fstr(*parts):
-    """`f"..."` in a print: the joined text, or the parts when a tensor is among them."""
-    if any(has_graph_values(p) or isinstance(p, (_Formatted, MaybeDefined, TensorList)) for p in parts):
-        return FormattedText(parts)
-    return "".join(p if isinstance(p, str) else format(p, "") for p in parts)
-
-
-def fmt(value, spec="", conversion=-1):
-    """`f"{value!conversion:spec}"`; a tensor prints its run-time value (without the spec)."""
-    if is_tensor(value) or isinstance(value, (MaybeDefined, TensorList)):
-        return _Formatted(value, spec)
-    if conversion == ord("r"):
-        value = repr(value)
-    elif conversion == ord("s"):
-        value = str(value)
-    elif conversion == ord("a"):
-        value = ascii(value)
-    return format(value, spec)
-
-
 def _print_parts(value, out: list) -> None:
     """Appends what `print` shows for `value` to `out`: text, and tensors to print at run time."""
-    if isinstance(value, FormattedText):
-        for p in value.parts:
-            if isinstance(p, str):
-                out.append(p)
-            else:
-                _print_parts(p.value if isinstance(p, _Formatted) else p, out)
-        return
     if isinstance(value, MaybeDefined):
         value = value.read()
     if isinstance(value, TensorList):
@@ -99,7 +59,7 @@ def print_(*values, sep=" ", end="\n", file=None, flush=False):
 
     Outside a graph (no tensors, not tracing) it is Python's print.
     """
-    if not (is_tracing() or any(has_graph_values(v) or isinstance(v, (MaybeDefined, TensorList, FormattedText))
+    if not (is_tracing() or any(has_graph_values(v) or isinstance(v, (MaybeDefined, TensorList))
                                 for v in values)):
         return builtins.print(*values, sep=sep, end=end, file=file, flush=flush)
     if file not in (None, sys.stdout):
