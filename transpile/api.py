@@ -752,9 +752,9 @@ class SavedFunction:
         values = list(args) + [kwargs.pop(n) for n in names[len(args):] if n in kwargs]
         if len(values) != len(names):
             raise TypeError(f"{self.__name__}() is missing {', '.join(names[len(values):])}")
-        feeds = [v if isinstance(v, np.ndarray) else np.asarray(v, dtype=t.dtype)
-                 for v, t in zip(values, self.signature.inputs, strict=True)]
-        results = self._run(*feeds)
+        # fed as they are: the session's feed check converts them, or refuses them naming the input, by the rule
+        # Session.run applies (docs/design.md, "Feeds"); converting here first would truncate 3.7 into an int 3
+        results = self._run(*values)
         return self.signature.pack(list(results[:len(self.signature.outputs)]))
 
     def __repr__(self) -> str:
