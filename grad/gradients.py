@@ -70,13 +70,7 @@ def gradients(ys, xs, grad_ys=None, unconnected: str = "zero", non_differentiabl
     graph = y_list[0].graph
     start, nodes_before = time.perf_counter(), len(graph.nodes)
     top = graph.context
-    for y in y_list:
-        if y.graph is not graph:
-            raise GraphError(f"gradients: {y.name} belongs to a different graph than {y_list[0].name}")
-        check_visible_from(y, top, "y")
-        if not differentiable_dtype(y) and y.dtype.kind not in "biu":
-            raise GraphError(f"gradients: cannot differentiate {y.dtype} tensor {y.name}; only floating-point "
-                             "values have gradients (cast it to a float dtype first)")
+    _check_ys(y_list, graph, top)
     seeds = _seeds(y_list, grad_ys)
     # integer and bool ys (a loop counter among the outputs) have no gradient to give, as in TensorFlow
     all_ys = y_list
@@ -114,6 +108,16 @@ def _log_built(graph, nodes_before: int, start: float, num_ys: int, targets) -> 
     loops = sum(n.op == "LoopCond" for n in added)
     logger.debug("gradients of %d ys with respect to %d xs: %d nodes added (%d gradient loops) in %.1f ms", num_ys,
                  len(targets), len(added), loops, (time.perf_counter() - start) * 1e3)
+
+
+def _check_ys(y_list: list[Tensor], graph, top) -> None:
+    for y in y_list:
+        if y.graph is not graph:
+            raise GraphError(f"gradients: {y.name} belongs to a different graph than {y_list[0].name}")
+        check_visible_from(y, top, "y")
+        if not differentiable_dtype(y) and y.dtype.kind not in "biu":
+            raise GraphError(f"gradients: cannot differentiate {y.dtype} tensor {y.name}; only floating-point "
+                             "values have gradients (cast it to a float dtype first)")
 
 
 def check_visible_from(t: Tensor, top, what: str) -> None:
