@@ -63,6 +63,32 @@ def _pack(s, it):
     return next(it)
 
 
+def flatten_up_to(shallow, structure) -> list:
+    """The parts of `structure` at the leaves of `shallow`, in `flatten` order (a composite leaf counts
+    as many times as it has flat tensors): a structure of per-leaf values, such as a shape per loop
+    variable, where a value may itself be a tuple. ValueError where the structures part."""
+    out: list = []
+    _up_to(shallow, structure, "", out)
+    return out
+
+
+def _up_to(s, v, path: str, out: list) -> None:
+    if _is_composite(s):
+        out.extend([v] * len(s._flat_tensors()))
+    elif isinstance(s, dict):
+        if not isinstance(v, dict) or set(v) != set(s):
+            raise ValueError(f"at {path or 'the top'}: expected a dict with keys {sorted(s, key=_sort_key)}, got {v!r}")
+        for k in sorted(s, key=_sort_key):
+            _up_to(s[k], v[k], f"{path}[{k!r}]", out)
+    elif isinstance(s, (list, tuple)):
+        if not isinstance(v, (list, tuple)) or len(v) != len(s):
+            raise ValueError(f"at {path or 'the top'}: expected {len(s)} items, got {v!r}")
+        for i, (x, y) in enumerate(zip(s, v)):
+            _up_to(x, y, f"{path}[{i}]", out)
+    else:
+        out.append(v)
+
+
 def map_structure(fn: Callable, structure, *more):
     flat = flatten(structure)
     others = [flatten(m) for m in more]

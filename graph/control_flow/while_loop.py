@@ -13,8 +13,11 @@ dims that changed relaxed to unknown, until the shapes are stable.
 """
 from __future__ import annotations
 
+import operator
+
 import numpy as np
 
+from graph import dtypes as _dt
 from graph import nest
 from graph import shapes as _sh
 from graph.control_flow.contexts import WhileContext, effect_before
@@ -35,7 +38,7 @@ register_op("CheckIterationLimit", lambda inputs, attrs: [(inputs[0].dtype, inpu
             differentiable=False)
 
 
-def while_loop(cond, body, loop_vars, parallel_iterations: int = 32, maximum_iterations=None,
+def while_loop(cond, body, loop_vars, shape_invariants=None, parallel_iterations: int = 32, maximum_iterations=None,
                name: str | None = None, names=None, swap_memory: bool = False, back_prop: bool = True,
                iteration_limit: int | None = None, memory_policy: str | None = None,
                checkpoint_every: int | None = None):
@@ -54,6 +57,13 @@ def while_loop(cond, body, loop_vars, parallel_iterations: int = 32, maximum_ite
     error messages use the user's variable names. Returns the final values, with
     the structure of `loop_vars`. A Variable that the loop reads but never assigns
     is read once, before the loop.
+
+    Shapes: a loop variable keeps its shape where the body keeps it; where the body changes a
+    dimension (or the rank), the loop is built again with it unknown. `shape_invariants` (the
+    structure of `loop_vars`, a shape per tensor: a tuple of ints and None, or None for any shape)
+    states them instead, as TensorFlow's: each initial value and each body result must fit its
+    invariant (a GraphError names the variable otherwise), and the variable has that shape in and
+    after the loop. A TensorArray's invariant is not checked.
 
     `back_prop=False` makes the loop a wall for gradients, as in TensorFlow: no gradient flows through
     its outputs to anything before it or in it (`gradients` treats them as cut, as by `stop_gradient`),
@@ -82,7 +92,8 @@ def while_loop(cond, body, loop_vars, parallel_iterations: int = 32, maximum_ite
     else:
         policy = check_policy(memory_policy, checkpoint_every, swap_memory, source)
     labels = _labels(structure, names, len(flat) + 1)
-    shapes = [t.shape for t in flat]
+    invariants = _invariants(shape_invariants, structure, flat, labels, source)
+    shapes = [t.shape if inv is _INFERRED else inv for t, inv in zip(flat, invariants, strict=True)]
     hoist: list = []
     for _ in range(_MAX_RELAXATIONS + 1):
         checkpoint = graph.checkpoint()
@@ -93,7 +104,8 @@ def while_loop(cond, body, loop_vars, parallel_iterations: int = 32, maximum_ite
             graph.rollback(checkpoint)
             limit = requested
             continue
-        relaxed = [_relax(s, b) for s, b in zip(shapes, body_shapes, strict=True)]
+        relaxed = [_relax(s, b) if inv is _INFERRED else _check_invariant(inv, b, label, "after one iteration", source)
+                   for s, b, inv, label in zip(shapes, body_shapes, invariants, labels, strict=False)]
         # Variables the loop reads but never assigns are read once, before it (the body is traced
         # again): a read per iteration would cost a node, make the loop effectful (its iterations
         # ordered by identities) and, differentiated, save the same value in every iteration.
@@ -132,6 +144,48 @@ def _within(ctx, loop) -> bool:
             return True
         ctx = ctx.outer
     return False
+
+
+_INFERRED = object()  # a loop variable without a shape invariant: its shape is inferred
+
+
+def _invariants(shape_invariants, structure, flat, labels, source) -> list:
+    """Per flat loop variable its shape invariant, checked against its initial value, or _INFERRED."""
+    if shape_invariants is None:
+        return [_INFERRED] * len(flat)
+    try:
+        given = nest.flatten_up_to(structure, shape_invariants)
+    except ValueError as e:
+        raise GraphError(f"shape_invariants must have the structure of the loop variables "
+                         f"{nest.structure_description(tuple(structure))}: {e}", source) from None
+    out = []
+    for t, inv, label in zip(flat, given, labels, strict=False):
+        if t.dtype is _dt.variant:  # a TensorArray's handle: its elements have their own shapes
+            out.append(_INFERRED)
+            continue
+        out.append(_check_invariant(_as_invariant(inv, label, source), t.shape, label, "enters the loop", source))
+    return out
+
+
+def _as_invariant(inv, label, source):
+    if inv is None:
+        return None
+    try:
+        return _sh.as_shape(tuple(None if d is None else operator.index(d) for d in inv))
+    except TypeError:
+        raise GraphError(f"the shape invariant of loop variable {label} must be a shape (a tuple of ints and None, "
+                         f"or None for any shape), got {inv!r}", source) from None
+
+
+def _check_invariant(invariant, shape, label, when: str, source):
+    """`invariant`, where `shape` fits it (each known dim of the invariant equal); a GraphError otherwise."""
+    fits = invariant is None or (shape is not None and len(shape) == len(invariant) and all(
+        d is None or d == s for d, s in zip(invariant, shape, strict=True)))
+    if not fits:
+        raise GraphError(f"loop variable {label} {when} with shape {_sh.format_shape(shape)}, which does not fit "
+                         f"its shape invariant {_sh.format_shape(invariant)}; give a less specific invariant (None "
+                         "for a dimension that changes, None for any shape)", source)
+    return invariant
 
 
 def _relax(loop_shape, body_shape):

@@ -3,6 +3,8 @@ import sys
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import graph as G
 from exec import Session
@@ -162,3 +164,51 @@ def test_effects_run_in_program_order_across_iterations():
         G.print_("done", i)
     Session(g, out=out).run(g.last_effect(None))
     assert out.getvalue().split("\n")[:-1] == ["a 0", "b 0", "a 1", "b 1", "a 2", "b 2", "done 3"]
+
+
+_dim = st.one_of(st.none(), st.integers(1, 3))
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.integers(1, 3), min_size=0, max_size=2), st.integers(0, 2),
+       st.one_of(st.none(), st.lists(_dim, min_size=0, max_size=3)))
+def test_shape_invariants_are_checked_and_kept(shape, grow, invariant):
+    """A loop variable starting with `shape` and growing by `grow` along its first axis each iteration (when
+    it has one): accepted exactly when the initial shape and the body's fit the invariant (None: any shape,
+    None dims: any size), and then it has the invariant's shape in the loop and after it."""
+    def fits(s):
+        return invariant is None or (s is not None and len(s) == len(invariant) and all(
+            d is None or d == e for d, e in zip(invariant, s, strict=True)))
+    after = (shape[0] + min(grow, shape[0]), *shape[1:]) if shape else ()
+    g = G.Graph()
+    with g.as_default():
+        x = G.placeholder(np.float64, tuple(shape), name="x")
+
+        def body(i, v):
+            return i + 1, G.concat([v, v[:grow]], 0) if shape else v * 2.0
+        invariants = ((), None if invariant is None else tuple(invariant))
+        if not (fits(tuple(shape)) and fits(after)):
+            with pytest.raises(G.GraphError, match="shape invariant"):
+                G.while_loop(lambda i, v: i < 2, body, (G.constant(0), x), shape_invariants=invariants)
+            return
+        _, y = G.while_loop(lambda i, v: i < 2, body, (G.constant(0), x), shape_invariants=invariants)
+    assert y.shape == invariants[1]
+    want = np.ones(shape)
+    for _ in range(2):
+        want = np.concatenate([want, want[:grow]]) if shape else want * 2.0
+    np.testing.assert_array_equal(Session(g).run(y, {x: np.ones(shape)}), want)
+
+
+def test_shape_invariants_follow_the_loop_variables_structure():
+    g = G.Graph()
+    with g.as_default():
+        x = G.placeholder(np.float64, (2,), name="x")
+        ta = G.TensorArray(np.float64, size=2)
+        _, (y, ta) = G.while_loop(lambda i, s: i < 2, lambda i, s: (i + 1, (s[0] * 2.0, s[1].write(i, s[0][0]))),
+                                  (G.constant(0), (x, ta)), shape_invariants=((), ((None,), None)))
+        assert y.shape == (None,)
+        with pytest.raises(G.GraphError, match=r"shape_invariants must have the structure"):
+            G.while_loop(lambda i, s: i < 2, lambda i, s: (i + 1, s), (G.constant(0), x), shape_invariants=[()])
+        with pytest.raises(G.GraphError, match=r"must be a shape"):
+            G.while_loop(lambda i, s: i < 2, lambda i, s: (i + 1, s), (G.constant(0), x),
+                         shape_invariants=[(), "2"])
