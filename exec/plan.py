@@ -13,6 +13,7 @@ from exec.device.kernels import device_kernel, runs_on_device
 from exec.devices import canonical_device, check_local
 from exec.donation import donatable_slot, exclusive_inputs
 from exec.kernels import HEAVY_OPS, INPLACE, get_inplace_kernel, get_kernel
+from exec.kernels.registry import feeding
 from exec.node_kinds import (
     ASYNC,
     COND_SWITCH,
@@ -99,6 +100,12 @@ def build_plan(graph, fetches: list[Tensor], targets: list[Node], feeds: list[Te
                use_pool: bool, device=None) -> Plan:
     """The plan of a run; `device` (an exec.device.Device): the nodes are its partition, whose kernels
     run on it (exec/device/kernels.py)."""
+    with feeding(t.node for t in feeds):  # a fed node's value is never baked into a kernel
+        return _build_plan(graph, fetches, targets, feeds, rt, use_pool, device)
+
+
+def _build_plan(graph, fetches: list[Tensor], targets: list[Node], feeds: list[Tensor], rt,
+                use_pool: bool, device) -> Plan:
     fed_nodes = {t.node for t in feeds}
     device_name = canonical_device(device.name) if device is not None else None
     for t in feeds:

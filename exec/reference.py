@@ -43,6 +43,11 @@ class ReferenceInterpreter:
 
     def run(self, fetches, feed_dict=None):
         feeds = {(t if isinstance(t, Tensor) else t.outputs[0]): v for t, v in (feed_dict or {}).items()}
+        self._kernels = {}  # built for these feeds (a fed value is never baked into a kernel)
+        with _kernels.feeding(t.node for t in feeds):
+            return self._run(fetches, feeds)
+
+    def _run(self, fetches, feeds):
         root = _Scope(None, None)
         for t, v in feeds.items():
             root.memo[t.node] = (v,)

@@ -46,6 +46,11 @@ def compile_program(fetches: list[Tensor], targets: list[Node], feeds: list[Tens
                     name: str = "program") -> Program:
     """Compiles what running `fetches` and `targets` with `feeds` fed does; raises
     structure.Unstructured where the graph's control flow is not one the compiler handles."""
+    with _kernels.feeding(t.node for t in feeds):  # a fed node's value is never baked into a kernel
+        return _compile(fetches, targets, feeds, rt, name)
+
+
+def _compile(fetches: list[Tensor], targets: list[Node], feeds: list[Tensor], rt, name: str) -> Program:
     program = structure(fetches, targets, feeds)
     constant_of = lambda node: _kernels.get_kernel(node, rt)()  # noqa: E731
     folded = fold_constants(program.steps, lambda node: _kernels.get_kernel(node, rt), constant_of,

@@ -17,6 +17,6 @@ from exec.kernels import (  # noqa: F401  (they register)
     tensor_array,
     variables,
 )
-from exec.kernels.registry import HEAVY_OPS, INPLACE, KERNELS, get_inplace_kernel, get_kernel
+from exec.kernels.registry import HEAVY_OPS, INPLACE, KERNELS, feeding, get_inplace_kernel, get_kernel
 
-__all__ = ["HEAVY_OPS", "INPLACE", "KERNELS", "get_inplace_kernel", "get_kernel"]
+__all__ = ["HEAVY_OPS", "INPLACE", "KERNELS", "feeding", "get_inplace_kernel", "get_kernel"]

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from exec.kernels.registry import kernel, simple
+from exec.kernels.registry import is_fed, kernel, simple
 from graph import shapes as _sh
 from graph.ops.conversion import static_value
 
@@ -34,9 +34,22 @@ simple("Rank", lambda x: np.int64(np.ndim(x)))
 
 
 def _static_shape(node, k: int):
-    """Input k (a shape) as a tuple when the graph fixes it, so the kernel skips converting it."""
+    """Input k (a shape) as a tuple when the graph fixes it and the run feeds none of the nodes it comes
+    from, so the kernel skips converting it."""
+    if _fed_on_the_way(node.inputs[k]):
+        return None
     v = static_value(node.inputs[k])
     return None if v is None else tuple(int(d) for d in np.asarray(v).reshape(-1))
+
+
+def _fed_on_the_way(t) -> bool:
+    """Whether the run feeds a node on the path `static_value` follows from `t` to the value it knows."""
+    while not is_fed(t.node):
+        n = t.node
+        if not (n.op in ("Switch", "Enter") or (n.op in ("Identity", "StopGradient") and not n.control_inputs)):
+            return False
+        t = n.inputs[0]
+    return True
 
 
 @kernel("Reshape")

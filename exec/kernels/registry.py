@@ -10,7 +10,9 @@ Kernel modules register themselves on import (`@kernel("Add")`); the package
 """
 from __future__ import annotations
 
-from typing import Callable
+import contextlib
+from contextvars import ContextVar
+from typing import Callable, Iterable
 
 KERNELS: dict[str, Callable] = {}
 # Ops whose kernels release the GIL for long enough to be worth a pool thread.
@@ -45,6 +47,26 @@ def inplace(*ops: str) -> Callable[[Callable], Callable]:
             INPLACE[op] = factory
         return factory
     return register
+
+
+# the nodes fed in the run whose kernels are being built (see `feeding`)
+_FED: ContextVar[frozenset] = ContextVar("fed_nodes", default=frozenset())
+
+
+@contextlib.contextmanager
+def feeding(nodes: Iterable):
+    """Kernels built inside know that `nodes` are fed: a value the graph fixes (a constant shape, the shape
+    of a tensor of known shape) is baked into a kernel only where no node it comes from is fed."""
+    token = _FED.set(frozenset(nodes))
+    try:
+        yield
+    finally:
+        _FED.reset(token)
+
+
+def is_fed(node) -> bool:
+    """Whether `node` is fed in the run whose kernels are being built."""
+    return node in _FED.get()
 
 
 def get_kernel(node, rt) -> Callable:

@@ -97,3 +97,27 @@ def test_fetching_constants_and_fed_values_in_any_order(picks, fed):
     for mode in ("compiled", "dataflow"):
         got = Session(g, mode=mode).run([tensors[k] for k in picks], feeds)
         assert got == [values[k] for k in picks], mode
+
+
+def test_fed_shapes_are_not_baked_into_kernels():
+    """Kernels that take a shape the graph knows (a constant, the shape of a tensor of known shape) use the
+    fed value where the run feeds the constant, the Shape node or an Identity between them."""
+    g = G.Graph()
+    with g.as_default():
+        x = G.placeholder(np.float64, (6,), name="x")
+        c = G.constant([2, 3])
+        through = G.identity(c)
+        s = G.shape(G.zeros([2, 3]))
+        fetches = [G.reshape(x, c), G.broadcast_to(G.constant(1.0), through), G.tile(G.constant([[1.0]]), s),
+                   G.reduce_to_shape(G.ones([2, 3]), G.constant([1, 3]))]
+    value = np.arange(6.0)
+    for feeds, want in (({}, [value.reshape(2, 3), np.ones((2, 3)), np.ones((2, 3)), np.full((1, 3), 2.0)]),
+                        ({c: np.array([3, 2])}, [value.reshape(3, 2), np.ones((3, 2)), np.ones((2, 3)), np.full((1, 3), 2.0)]),
+                        ({through: np.array([1, 2]), s: np.array([1, 4])}, [value.reshape(2, 3), np.ones((1, 2)), np.ones((1, 4)),
+                                                        np.full((1, 3), 2.0)])):
+        for mode in ("compiled", "dataflow"):
+            got = Session(g, mode=mode).run(fetches, {x: value, **feeds})
+            for a, b in zip(got, want, strict=True):
+                np.testing.assert_array_equal(a, b, err_msg=f"{mode} {feeds}")
+        for a, b in zip(run_reference(fetches, {x: value, **feeds}), want, strict=True):
+            np.testing.assert_array_equal(a, b)
