@@ -47,7 +47,7 @@ __all__ = [
     "Variable", "abs", "add", "all", "amax", "amin", "any", "arange", "argmax", "argmin", "argsort", "assert_",
     "atan2", "bitwise_and", "bitwise_or", "bitwise_xor", "broadcast_to", "cast", "categorical", "ceil", "clip",
     "clip_by_value", "concat", "constant", "convert", "cos", "cumprod", "cumsum", "einsum", "equal", "exp",
-    "expand_dims", "expm1", "fill", "floor", "floordiv", "full", "full_like", "gather", "get_item_grad", "getitem",
+    "expand_dims", "expm1", "Field", "fill", "floor", "floordiv", "full", "full_like", "gather", "get_item_grad", "getitem",
     "global_variables", "greater", "greater_equal", "group", "identity", "invert", "isfinite", "isnan", "l2_loss",
     "less", "less_equal", "log", "log1p", "log_softmax", "logical_and", "logical_not", "logical_or", "logical_xor",
     "logsumexp", "matmul", "max", "maximum", "mean", "min", "minimum", "mod", "mul", "neg", "no_op", "not_equal",
@@ -56,7 +56,7 @@ __all__ = [
     "reduce_min", "reduce_prod", "reduce_sum", "reduce_to_shape", "relu", "reshape", "round", "select", "set_item",
     "shape", "shape_of", "sigmoid", "sigmoid_grad", "sign", "sin", "size", "softmax", "softmax_cross_entropy",
     "softplus", "sort", "sparse_softmax_cross_entropy", "split", "sqrt", "square", "squeeze", "stack",
-    "static_value", "std", "stop_gradient", "sub", "sum", "take", "tanh", "tanh_grad", "tile",
+    "static_value", "std", "stop_gradient", "string_format", "sub", "sum", "take", "tanh", "tanh_grad", "tile",
     "trainable_variables", "transpose", "truediv", "unstack", "var", "variable_creator_scope", "where", "zeros",
     "zeros_like"
 ]

@@ -24,6 +24,7 @@ from graph.logs import get_logger
 from graph.node import Tensor
 from graph.saving import Output, Signature, load_saved
 from transpile import captured_state, fast_calls, operators, signatures
+from transpile.operators.data_structures import ListOutput
 from transpile.operators.leaves import mark_weak_type
 from transpile.operators.loop_options import memory_policy_options
 from transpile.operators.trace_state import trace_state
@@ -154,6 +155,7 @@ class _Trace:
     placeholders: list          # per parameter: list of placeholder tensors (None for fixed leaves)
     output_structure: object
     fetch_index: list           # per output leaf: index into fetches, or None (a Python value)
+                                # (constants holds a fetched leaf's ListOutput: the list it is made into)
     fetches: list
     constants: list             # per output leaf: the Python value when not fetched
     effects: object             # the graph's final effect node (run even when not returned), or None
@@ -492,7 +494,11 @@ class Function:
                 leaves = nest.flatten(out) if isinstance(out, (list, tuple, dict)) else [out]
                 fetches, fetch_index, constants = [], [], []
                 for leaf in leaves:
-                    if isinstance(leaf, Tensor) or getattr(leaf, "is_variable", False):
+                    if isinstance(leaf, ListOutput):  # fetched, and made a Python list after each run
+                        fetch_index.append(len(fetches))
+                        fetches.append(leaf.items)
+                        constants.append(leaf)
+                    elif isinstance(leaf, Tensor) or getattr(leaf, "is_variable", False):
                         fetch_index.append(len(fetches))
                         fetches.append(leaf)
                         constants.append(None)
@@ -529,7 +535,7 @@ class Function:
                 self._name, len(sig.names), required, defaults,
                 [specs[0] if structure is None else None for structure, specs in zip(sig.structures, sig.specs)],
                 [k for k, _ in trace.fed_arguments], trace.run,
-                [i if i is not None else ("constant", c) for i, c in zip(fetch_index, constants, strict=True)], out,
+                [_fast_leaf(i, c) for i, c in zip(fetch_index, constants, strict=True)], out,
                 captured, len(fetches))
         return trace
 
@@ -603,7 +609,8 @@ class Function:
         first = len(trace.fetches) + len(trace.captured.fetches)
         for write, result in zip(trace.argument_writes, results[first:], strict=False):
             write.apply(values, result)
-        leaves = [results[i] if i is not None else c for i, c in zip(trace.fetch_index, trace.constants, strict=True)]
+        leaves = [c if i is None else c.finish(results[i]) if c is not None else results[i]
+                  for i, c in zip(trace.fetch_index, trace.constants, strict=True)]
         out = trace.output_structure
         if isinstance(out, (list, tuple, dict)):
             return nest.pack_as(out, leaves)
@@ -715,11 +722,19 @@ def function(fn=None, *, static_argnames=(), relax_shapes: bool = False, mode: s
 
 # --------------------------------------------------------------------------- saved traces and ONNX export
 
+def _fast_leaf(index, constant):
+    """How the fast call gives an output leaf (fast_calls.make_fast_call's `leaves`)."""
+    if index is None:
+        return ("constant", constant)
+    return index if constant is None else ("finish", index, constant.finish)
+
+
 def _saved_signature(trace: _Trace, name: str) -> Signature:
     """What a saved trace computes: its placeholders (the arguments that are graph inputs, in order),
     its fetched results, how they nest (Python values the function returns kept as they are)."""
     inputs = [ph for phs in trace.placeholders for ph in phs if ph is not None]
-    leaves = [Output(i) if i is not None else c for i, c in zip(trace.fetch_index, trace.constants, strict=True)]
+    leaves = [c if i is None else Output(i) if c is None else Output(i, c.kind)
+              for i, c in zip(trace.fetch_index, trace.constants, strict=True)]
     out = trace.output_structure
     structure = nest.pack_as(out, leaves) if isinstance(out, (list, tuple, dict)) else leaves[0]
     return Signature(tuple(inputs), tuple(ph.node.name for ph in inputs), tuple(trace.fetches), structure,

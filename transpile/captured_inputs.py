@@ -291,6 +291,8 @@ def build(template, results, fed):
         return template[1]
     if kind == "fetch":
         return results[template[1]]
+    if kind == "fetch_list":
+        return template[2].finish(results[template[1]])
     if kind == "capture":
         return fed[template[1]]
     items = [build(t, results, fed) for t in template[1]]

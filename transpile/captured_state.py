@@ -46,6 +46,7 @@ from transpile.captured_inputs import (
     is_number,
 )
 from transpile.converters.call_trees import LIBRARY_ROOTS, is_library_object
+from transpile.operators.data_structures import ListOutput, list_output
 from transpile.sources import (
     ArgumentSource,
     AttrSource,
@@ -74,11 +75,15 @@ def _input_name(source: Source) -> str:
 
 
 def output_value(v):
-    """A value as a trace returns it: stacked lists, read maybe-defined values, the contents of arrays."""
+    """A value as a trace returns it: lists that graph control flow built as ListOutputs, read
+    maybe-defined values, the contents of arrays."""
     if isinstance(v, operators.MaybeDefined):
         v = v.read()
     if isinstance(v, operators.MutableArray):
         return v.value
+    as_list = list_output(v)
+    if as_list is not None:
+        return as_list
     if isinstance(v, operators.TensorList):
         return operators.stacked_list(v)
     if isinstance(v, graph.TensorArray):
@@ -342,7 +347,7 @@ class StateCapture:
 
 
 def _renumber(template, index: dict):
-    if template is None or template[0] in ("const", "fetch"):
+    if template is None or template[0] in ("const", "fetch", "fetch_list"):
         return template
     if template[0] == "capture":
         return ("capture", index[template[1]])
@@ -368,6 +373,10 @@ class _Templates:
             self.referenced.add(self.captured[id(value)])
             return ("capture", self.captured[id(value)])
         value = output_value(value) if not isinstance(value, (list, tuple, dict)) else value
+        if isinstance(value, ListOutput):
+            _check_not_staged(value.items, where)
+            self.fetches.append(value.items)
+            return ("fetch_list", len(self.fetches) - 1, value)
         if isinstance(value, Tensor):
             _check_not_staged(value, where)
             self.fetches.append(value)
@@ -401,7 +410,7 @@ def _check_not_staged(t: Tensor, where: str) -> None:
 
 
 def _has_graph_parts(template) -> bool:
-    if template[0] in ("fetch", "capture"):
+    if template[0] in ("fetch", "fetch_list", "capture"):
         return True
     if template[0] in ("list", "tuple", "dict"):
         return any(_has_graph_parts(t) for t in template[1])

@@ -34,7 +34,8 @@ def make_fast_call(name: str, parameters: int, required: int, defaults: tuple, s
 
     `specs` has one signatures.ArgSpec per parameter (None: a container argument); `fed` the
     indices of the parameters fed to `run`, in its order; `leaves` per output leaf the index of
-    its value in `run`'s results, or ("constant", value); `structure` the return structure.
+    its value in `run`'s results, ("finish", index, function of that value), or ("constant",
+    value); `structure` the return structure.
     `captured` (a captured_state.CapturedInputs, when the trace reads Python state) reads the
     arrays fed after the arguments and applies the writes `run` returns after its first
     `results` values.
@@ -108,6 +109,9 @@ def _leaf_expressions(leaves: list, env: dict) -> list[str]:
     for j, leaf in enumerate(leaves):
         if isinstance(leaf, int):
             out.append(f"r[{leaf}]")
+        elif leaf[0] == "finish":  # a list made of the fetched value
+            env[f"F{j}"] = leaf[2]
+            out.append(f"F{j}(r[{leaf[1]}])")
         else:
             env[f"C{j}"] = leaf[1]
             out.append(f"C{j}")

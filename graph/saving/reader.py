@@ -121,6 +121,9 @@ class _Reader:
             return self._table(self.specs, payload, "TensorArray")
         if tag == "$output":
             return Output(_expect(payload, int, "an output reference"))
+        if tag == "$output_list":
+            index, items = _expect(payload, list, "a list output reference")
+            return Output(_expect(index, int, "an output reference"), _expect(items, str, "a list output's items"))
         raise FormatError(f"unknown value tag {tag!r}")
 
     @staticmethod

@@ -4,15 +4,36 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 from graph import nest
 from graph.node import Node, Tensor
 
 
 @dataclass(frozen=True, slots=True)
 class Output:
-    """A leaf of `Signature.structure`: the signature's output `index`."""
+    """A leaf of `Signature.structure`: the signature's output `index`. A list the traced function built
+    (`as_list` set) is a Python list of the value's rows: numpy's ("items"), or Python numbers ("int",
+    "float", "bool")."""
 
     index: int
+    as_list: str | None = None
+
+    def value(self, values: list):
+        v = values[self.index]
+        return v if self.as_list is None else python_list(v, self.as_list)
+
+
+_NUMBER_TYPES = {"int": int, "float": float, "bool": bool}
+
+
+def python_list(value, items: str) -> list:
+    """`value`'s rows as a Python list: numpy's ("items"), or Python numbers of type `items`."""
+    value = np.asarray(value)
+    kind = _NUMBER_TYPES.get(items)
+    if kind is not None and value.ndim == 1:
+        return [kind(v) for v in value.tolist()]
+    return list(value)
 
 
 _FLAT = object()  # Signature's default structure: the outputs as a flat tuple
@@ -52,6 +73,6 @@ class Signature:
     def pack(self, values: list):
         """The results with the signature's structure, from the fetched values of `outputs`."""
         if not isinstance(self.structure, (list, tuple, dict)):
-            return values[self.structure.index] if isinstance(self.structure, Output) else self.structure
-        leaves = [values[v.index] if isinstance(v, Output) else v for v in nest.flatten(self.structure)]
+            return self.structure.value(values) if isinstance(self.structure, Output) else self.structure
+        leaves = [v.value(values) if isinstance(v, Output) else v for v in nest.flatten(self.structure)]
         return nest.pack_as(self.structure, leaves)

@@ -32,11 +32,21 @@ def _runtime(model):
 
 
 def _outputs(result, structure) -> list:
-    """The leaves of `result` that the signature's structure says are outputs, in output order."""
-    leaves = nest.flatten(result) if isinstance(structure, (list, tuple, dict)) else [result]
-    marks = nest.flatten(structure) if isinstance(structure, (list, tuple, dict)) else [structure]
-    picked = sorted((m.index, v) for m, v in zip(marks, leaves, strict=True) if isinstance(m, Output))
-    return [v for _, v in picked]
+    """The parts of `result` that the signature's structure says are outputs, in output order (a list
+    the function built is one output: its items stacked)."""
+    picked: list = []
+
+    def walk(value, mark):
+        if isinstance(mark, Output):
+            picked.append((mark.index, np.asarray(value) if mark.as_list is not None else value))
+        elif isinstance(mark, dict):
+            for k in mark:
+                walk(value[k], mark[k])
+        elif isinstance(mark, (list, tuple)):
+            for v, m in zip(value, mark, strict=True):
+                walk(v, m)
+    walk(result, structure)
+    return [v for _, v in sorted(picked, key=lambda p: p[0])]
 
 
 def _same(got, want):

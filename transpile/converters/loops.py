@@ -9,6 +9,30 @@ from transpile.converters import carried
 from transpile.converters.base import Context, Converter
 from transpile.converters.break_statements import EXTRA_TEST
 
+# list methods that change a list's length other than by appending: a graph loop carries such a list as
+# a GraphList (transpile/operators/graph_lists.py)
+_RESIZING = frozenset({"extend", "insert", "pop", "remove", "clear", "sort"})
+
+
+def _resized(stmts, ctx) -> list[str]:
+    """Names the loop body resizes other than by appending (`x.pop()`, also as `ag.call(x.pop)`, and
+    `del x[k]`, at any depth)."""
+    out = set()
+    for s in stmts:
+        for n in gast.walk(s):
+            if not isinstance(n, gast.Call):
+                if isinstance(n, gast.Delete):
+                    out.update(t.value.id for t in n.targets
+                               if isinstance(t, gast.Subscript) and isinstance(t.value, gast.Name))
+                continue
+            method = n.func
+            if isinstance(method, gast.Attribute) and method.attr == "call" and isinstance(method.value, gast.Name) \
+                    and method.value.id == ctx.ag and n.args:
+                method = n.args[0]
+            if isinstance(method, gast.Attribute) and method.attr in _RESIZING and isinstance(method.value, gast.Name):
+                out.add(method.value.id)
+    return sorted(out)
+
 
 def _appended(stmts, ctx) -> list[str]:
     """Names the loop body appends to (`x = ag.list_append(x, v)`, at any depth)."""
@@ -92,7 +116,8 @@ class Loops(Converter):
         node = self.generic_visit(node)
         vs = vs_before
         params = [v.param for v in vs]
-        meta = {"kind": "while", "loop_line": node.lineno, "appends": _appended(node.body, self.ctx)}
+        meta = {"kind": "while", "loop_line": node.lineno, "appends": _appended(node.body, self.ctx),
+                "resizes": _resized(node.body, self.ctx)}
         test_fn = carried.function(self.ctx, test_name, params, vs, [], node.test, node, meta)
         body_fn = carried.function(self.ctx, body_name, params, vs, node.body,
                              carried.values_expr(vs) if vs else None, node.body[0],
@@ -120,7 +145,8 @@ class Loops(Converter):
         else:
             item = self.ctx.namer.new("itr")
             body.insert(0, A.locate(A.assign(A.with_ctx(target, gast.Store()), A.name(item)), target))
-        meta = {"kind": "for", "loop_line": node.lineno, "appends": _appended(node.body, self.ctx)}
+        meta = {"kind": "for", "loop_line": node.lineno, "appends": _appended(node.body, self.ctx),
+                "resizes": _resized(node.body, self.ctx)}
         fns = []
         body_fn = carried.function(self.ctx, body_name, [item] + params, vs, body,
                              carried.values_expr(vs) if vs else None, node.body[0],

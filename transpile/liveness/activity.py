@@ -13,6 +13,10 @@ from transpile import anno
 from transpile.liveness.qual_names import QN, from_node
 
 _FUNCTION_NODES = (gast.FunctionDef, gast.AsyncFunctionDef, gast.Lambda)
+
+# methods of lists, dicts, sets and arrays that change their object in place
+MUTATING_METHODS = frozenset({"append", "extend", "insert", "pop", "remove", "clear", "sort", "reverse", "update",
+                              "setdefault", "popitem", "add", "discard", "fill"})
 _COMPREHENSIONS = (gast.ListComp, gast.SetComp, gast.DictComp, gast.GeneratorExp)
 FUNCTION_SCOPE = "function_scope"  # the Scope of a function's own body
 _COMPOUND = (gast.If, gast.While, gast.For, gast.AsyncFor, gast.With, gast.AsyncWith, gast.Try)
@@ -41,6 +45,7 @@ class Scope:
         self.is_comprehension = False
         self.nonlocal_writes: set[QN] = set()
         self.local_functions: dict[str, "Scope"] = {}
+        self.binds: frozenset[str] = frozenset()   # of a function scope: the names its code binds (syntactically)
 
     @property
     def function(self) -> "Scope":
@@ -249,6 +254,7 @@ class _Analyzer(gast.NodeVisitor):
             for d in node.args.defaults + [d for d in node.args.kw_defaults if d is not None]:
                 self.visit(d)
         fn_scope = self._enter(isolated=True)
+        fn_scope.binds = _bound_names(node)
         args = node.args
         for a in args.posonlyargs + args.args + args.kwonlyargs + [args.vararg, args.kwarg]:
             if a is not None:
@@ -341,6 +347,12 @@ class _Analyzer(gast.NodeVisitor):
 
     def visit_Call(self, node):
         self.generic_visit(node)
+        # A method that changes its object in place (`lst.pop()`, `d.update(...)`, `a.sort()`) modifies it:
+        # a graph loop or cond around the call carries it.
+        func = node.func
+        if isinstance(func, gast.Attribute) and func.attr in MUTATING_METHODS and isinstance(func.value, gast.Name) \
+                and self.scope is not None and func.value.id in self.scope.function.binds:
+            self._modify(QN(func.value.id))  # (a local: `np.sort(x)` changes nothing of the function's)
         # A call to a nested function that writes the caller's variables via `nonlocal`.
         if isinstance(node.func, gast.Name) and self.scope is not None:
             callee = self.scope.function.local_functions.get(node.func.id)
@@ -348,6 +360,30 @@ class _Analyzer(gast.NodeVisitor):
                 for q in callee.nonlocal_writes:
                     self._modify(q)
                     self._read(q)
+
+
+def _bound_names(fn_node) -> frozenset[str]:
+    """The names a function's own code binds (parameters, assignment and loop targets, imports, defs), not
+    counting nested functions, lambdas, classes and comprehensions."""
+    names: set[str] = set()
+    args = fn_node.args
+    for a in args.posonlyargs + args.args + args.kwonlyargs + [args.vararg, args.kwarg]:
+        if isinstance(a, gast.Name):
+            names.add(a.id)
+    todo = [fn_node.body] if isinstance(fn_node, gast.Lambda) else list(fn_node.body)
+    while todo:
+        n = todo.pop()
+        if isinstance(n, gast.Name) and isinstance(n.ctx, (gast.Store, gast.Del)):
+            names.add(n.id)
+        elif isinstance(n, (gast.Import, gast.ImportFrom)):
+            names.update((a.asname or a.name).split(".")[0] for a in n.names)
+        elif isinstance(n, (gast.FunctionDef, gast.AsyncFunctionDef, gast.ClassDef)):
+            names.add(n.name)
+            continue
+        if isinstance(n, (gast.Lambda, gast.ListComp, gast.SetComp, gast.DictComp, gast.GeneratorExp)):
+            continue
+        todo.extend(gast.iter_child_nodes(n))
+    return frozenset(names)
 
 
 def analyze(fn_node) -> Scope:

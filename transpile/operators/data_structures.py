@@ -3,6 +3,7 @@ and item assignment."""
 from __future__ import annotations
 
 import weakref
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -10,8 +11,10 @@ import graph
 from graph import nest
 from graph.errors import GraphError
 from graph.node import Tensor
+from graph.saving.signature import python_list
 from transpile.operators.arrays import MutableArray, set_array_item
-from transpile.operators.leaves import describe, is_tensor, is_weak, leaf_dtype
+from transpile.operators.graph_lists import GraphList
+from transpile.operators.leaves import describe, is_tensor, is_weak, leaf_dtype, weak_type
 from transpile.operators.staging import Retry, StagingError
 from transpile.operators.trace_state import trace_state
 
@@ -59,34 +62,43 @@ class ElementProbe:
         return False
 
 
+NO_ITEMS = type("NoItems", (), {"__repr__": lambda self: "NO_ITEMS", "__slots__": ()})()
+
+
 class TensorList:
     """A Python list appended to in a graph loop: a TensorArray that behaves like the list.
 
     `probe` is set while its loop is built to infer the element dtype (see ElementProbe).
+    `python_type` is the Python number type (int, float, bool) of every item appended so far, if they
+    all were Python numbers of one type (so that the list the function returns holds Python numbers),
+    None if not, `NO_ITEMS` before any.
     """
 
-    def __init__(self, array, probe: ElementProbe | None = None):
+    def __init__(self, array, probe: ElementProbe | None = None, python_type=NO_ITEMS):
         self.array = array
         self.probe = probe
+        self.python_type = python_type
 
     @classmethod
     def from_list(cls, items, name: str = "list", dtype=None, probe: ElementProbe | None = None):
         ta = graph.TensorArray(dtype, name=name)
         for i, v in enumerate(items):
             ta = ta.write(i, v)
-        return cls(ta, probe)
+        return cls(ta, probe, _python_type(items))
 
     def _flat_tensors(self):
         return self.array._flat_tensors()
 
     def _with_flat_tensors(self, tensors):
-        return TensorList(self.array._with_flat_tensors(tensors), self.probe)
+        return TensorList(self.array._with_flat_tensors(tensors), self.probe, self.python_type)
 
     def append(self, value) -> "TensorList":
         if self.probe is not None and self.array.dtype is None and self.probe.depends_on_stand_ins(value):
             self.probe.appended.append(leaf_dtype(nest.flatten(value)[0]))
             return self
-        return TensorList(self.array.write(self.array.size(), value), self.probe)
+        kind = weak_type(value)
+        python_type = kind if self.python_type is NO_ITEMS or self.python_type is kind else None
+        return TensorList(self.array.write(self.array.size(), value), self.probe, python_type)
 
     def size(self) -> Tensor:
         return self.array.size()
@@ -154,9 +166,43 @@ def list_builder(value) -> TensorList | None:
     return None
 
 
+@dataclass(frozen=True)
+class ListOutput:
+    """A list a graph loop built or resized, as a function returns it or leaves it in Python state: the
+    stacked `items` are fetched, and the caller gets a Python list of them (of Python numbers, where the
+    items were Python numbers of `python_type`)."""
+
+    items: Tensor
+    python_type: type | None = None
+
+    @property
+    def kind(self) -> str:
+        """What its items are (graph.saving's Output.as_list): Python numbers of a type, or numpy's."""
+        known = self.python_type is not None and self.python_type is not NO_ITEMS
+        return self.python_type.__name__ if known else "items"
+
+    def finish(self, value) -> list:
+        return python_list(value, self.kind)
+
+
+def list_output(value) -> ListOutput | None:
+    """The ListOutput of a list that graph control flow built or resized (a TensorList, GraphList, or the
+    tensor a graph loop's list is after it), else None."""
+    if isinstance(value, GraphList):
+        return ListOutput(value.items, value.python_type)
+    builder = list_builder(value)
+    if builder is None:
+        return None
+    if builder.array.dtype is None:
+        return None  # nothing is ever appended: `[]` (stacked_list)
+    return ListOutput(value if isinstance(value, Tensor) else stacked_list(builder), builder.python_type)
+
+
 def list_truth(value):
     """`value` as a truth test sees it: `len(lst) > 0` (a tensor) for a list built in a graph loop, whose
     TensorArray would otherwise always be true; any other value as it is."""
+    if isinstance(value, GraphList):
+        return value.size() > 0
     builder = list_builder(value)
     return builder.size() > 0 if builder is not None else value
 
@@ -202,7 +248,15 @@ def as_tensor_list(value, dtype, element_shape, name) -> TensorList:
     ta = graph.TensorArray(dtype, element_shape=element_shape, name=name)
     for i, item in enumerate(value):
         ta = ta.write(i, item)
-    return TensorList(ta)
+    return TensorList(ta, python_type=_python_type(value))
+
+
+def _python_type(items):
+    """The Python number type every item is of (NO_ITEMS for no items, None for any other)."""
+    if not items:
+        return NO_ITEMS
+    kinds = {weak_type(v) for v in items}
+    return kinds.pop() if len(kinds) == 1 else None
 
 
 def share_element_specs(g) -> None:
@@ -243,6 +297,9 @@ def list_append(target, value):
     A Python list carried by a graph loop becomes a TensorArray (stacked into a
     tensor after the loop).
     """
+    if isinstance(target, GraphList):
+        target.append(value)
+        return target
     builder = list_builder(target)
     if builder is not None:
         try:

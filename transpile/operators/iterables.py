@@ -9,6 +9,7 @@ import numpy as np
 import graph
 from graph.node import Tensor
 from transpile.operators.data_structures import TensorList
+from transpile.operators.graph_lists import GraphList
 from transpile.operators.leaves import convert_leaf, describe, is_tensor
 from transpile.operators.staging import StagingError
 
@@ -212,6 +213,8 @@ def graph_source(iterable) -> Source | None:
         return RangeSource(iterable.start, iterable.stop, iterable.step)
     if isinstance(iterable, TensorList) or isinstance(iterable, graph.TensorArray):
         return ArraySource(iterable)
+    if isinstance(iterable, GraphList):
+        return TensorSource(iterable.items)
     if isinstance(iterable, GraphEnumerate):
         return EnumerateSource(graph_source(iterable.iterable), iterable.start)
     if isinstance(iterable, GraphZip):

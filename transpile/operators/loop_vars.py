@@ -21,6 +21,7 @@ from transpile.operators.encoding import (
     value_at,
     zeros_like_spec,
 )
+from transpile.operators.graph_lists import GraphList
 from transpile.operators.leaves import (
     cast_leaves,
     convert_leaf,
@@ -47,6 +48,8 @@ from transpile.operators.values import MaybeDefined, PartiallyDefined, Undefined
 #                             in the loop (its value is defined once the body has assigned it)
 #   ("maybe", spec)           a MaybeDefined: first assigned in the body, undefined if the loop runs zero times
 #   ("zeros", spec)           the return value, a placeholder of this spec until the body returns
+#   ("sequence", spec)        a Python list the body resizes (pop, insert, ...), as a GraphList (of items of
+#                             this ItemSpec, or None: its own, or a guess for an empty list)
 #   ("accumulate",)           a Python list appended to in the body, as a TensorList
 #   ("accumulate", inference) the same, for a list the body reads before its first append (ElementInference)
 
@@ -144,6 +147,8 @@ def initial_value(value, mode, name, where):
         return MaybeDefined(name, zeros_like_spec(mode[1], f"variable '{name}'"), graph.constant(False), where)
     if kind == "zeros":
         return zeros_like_spec(mode[1], "the return value")
+    if kind == "sequence":
+        return GraphList.from_list(value, name, like=mode[1])
     if kind == "accumulate":
         inference = mode[1] if len(mode) > 1 else None
         if inference is None:
@@ -197,6 +202,17 @@ def body_output(v_in, v_out, mode, name, meta):
         raise StagingError(f"{label} is {describe(v_in)} before the graph loop and changes in its body{at} "
                            f"(to {describe(v_out)}); a graph loop can only carry tensors and numbers (also in "
                            "tuples, lists and dicts)")
+    if kind == "sequence":
+        if isinstance(v_out, list):  # a new list each iteration
+            v_out = GraphList.from_list(v_out, name, like=v_in.spec)
+        if not isinstance(v_out, GraphList):
+            raise StagingError(f"{label} is a list whose length the graph loop changes{at}; it must stay a list "
+                               f"(it became {describe(v_out)})")
+        if v_out.spec != v_in.spec and not v_out.guessed:
+            # an empty list's first item tells its items' dtype and shape; an item that is not a Python
+            # number makes them numpy's: the loop starts with what its iterations leave
+            return None, ("sequence", v_out.spec)
+        return v_out, None
     if kind == "accumulate" or isinstance(v_in, TensorList):
         builder = list_builder(v_out)
         if builder is not None:

@@ -19,6 +19,7 @@ from transpile.operators.encoding import (
     unpack_outputs,
     value_at,
 )
+from transpile.operators.graph_lists import GraphList
 from transpile.operators.iterables import RangeSource, Source, graph_source
 from transpile.operators.leaves import (
     cast_leaves,
@@ -95,8 +96,9 @@ def _graph_loop(cond_fn, body_fn, internal, state, names, meta, kind: str, loop_
     g = graph.get_default_graph()
     anchor_effects(g)
     state = tuple(state)
-    appends = set(meta.get("appends", ()))
-    modes = [("accumulate",) if names[i] in appends and (isinstance(v, list) or list_builder(v) is not None)
+    appends, resizes = set(meta.get("appends", ())), set(meta.get("resizes", ()))
+    modes = [("sequence", None) if names[i] in resizes and isinstance(v, list)
+             else ("accumulate",) if names[i] in appends and (isinstance(v, list) or list_builder(v) is not None)
              else initial_mode(v) for i, v in enumerate(state)]
     for i, v in enumerate(state):
         inner = tuple(builder_paths(v)) if modes[i] == ("tensor", None) else ()
@@ -176,8 +178,9 @@ def _graph_loop(cond_fn, body_fn, internal, state, names, meta, kind: str, loop_
             frame = LoopFrame(token, lists, weak_probes=probes, staged=True)
             loops.append(frame)
             nodes_before = len(g.nodes)
-            # dicts as they enter the iteration: the body may add keys to them in place
-            entering = [fresh_containers((v,))[0] if isinstance(v, dict) else v for v in current]
+            # dicts and resizable lists as they enter the iteration: the body may change them in place
+            entering = [fresh_containers((v,))[0] if isinstance(v, dict) else v.copy() if isinstance(v, GraphList)
+                        else v for v in current]
             try:
                 new_internal, out = traced(body_fn, current, vs[:len(internal)], current)
             finally:

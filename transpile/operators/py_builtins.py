@@ -12,6 +12,7 @@ from graph.node import Tensor
 from transpile.operators.arrays import MutableArray
 from transpile.operators.data_structures import TensorList, list_truth
 from transpile.operators.formatting import format_, repr_, str_
+from transpile.operators.graph_lists import GraphList
 from transpile.operators.iterables import GraphRange, RangeSource, enumerate_, range_, zip_
 from transpile.operators.leaves import is_tensor, is_weak, mark_weak_type
 from transpile.operators.staging import predicate
@@ -23,7 +24,7 @@ def len_(x):
     """`len(x)`: the static length when known, else a scalar tensor."""
     if isinstance(x, MaybeDefined):
         x = x.read()
-    if isinstance(x, (TensorList, graph.TensorArray)):
+    if isinstance(x, (TensorList, GraphList, graph.TensorArray)):
         return x.size()
     if isinstance(x, GraphRange):
         return RangeSource(x.start, x.stop, x.step).n()
