@@ -3,21 +3,27 @@
 "compiled" runs every plan it can structure as compiled code, "dataflow" none, and "auto"
 compiles unless the dataflow executor's parallelism pays for its scheduling.
 
-The rule (`prefers_dataflow`; docs/compiled.md has the measurements behind it): compiled code
-runs one kernel at a time, the executor runs independent heavy kernels side by side on its
-pool. That pays only for kernels that do not parallelize themselves: a matmul in compiled
-code has all the BLAS threads (exec/compiled/threads.py), so independent matmuls gain little
-from the pool, while an elementwise kernel on a large array runs on one core in both. So a
-plan goes to the executor when, on a machine with two cores or more, it holds two such heavy
-kernels that can run at once: two in one iteration (or at the top level) of which neither
-feeds the other, or one in a loop with parallel_iterations > 1 that is off the loop's
-recurrence (its iterations do not wait for each other's). Everything else, small kernels
-above all, is compiled: there the executor's scheduling (about a microsecond a node) is the
-cost.
+The rule (`prefers_dataflow`; docs/compiled.md has the measurements behind it) is a cost model
+of two figures (`estimate`):
+- what the executor's pool can gain: compiled code runs one kernel at a time, the executor runs
+  independent heavy kernels side by side. That pays only for kernels that do not parallelize
+  themselves (a matmul in compiled code has all the BLAS threads, exec/compiled/threads.py) and
+  run long enough for a pool thread (at least 2^17 elements): two in one iteration (or at the
+  top level) of which neither feeds the other, or one in a loop with parallel_iterations > 1
+  that is off the loop's recurrence. On two cores at best half of their time is saved.
+- what the executor's scheduling costs: about a microsecond a node execution more than a line
+  of compiled code.
+Both are counted per execution of a frame, a loop's nodes weighted by a nominal trip count per
+level of nesting (the graph does not know how long a loop runs), so a plan goes to the executor
+when the overlap it can win is larger than the scheduling it adds, on a machine with two cores
+or more. Independent heavy kernels after a long loop (an LSTM's loss over its stacked outputs)
+no longer send the loop to the executor: their overlap is saved once, the scheduling is paid
+every iteration.
 """
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 from typing import Callable
 
 from exec.compiled.program import Program
@@ -32,6 +38,14 @@ MODES = ("auto", "compiled", "dataflow")
 # An elementwise kernel on at least this many elements runs long enough (~100 us) for the pool
 # to pay (the executor's own threshold, exec/plan.py).
 HEAVY_ELEMENTS = 1 << 17
+# The cost model's constants, measured on the 2-core box (docs/compiled.md): an elementwise kernel's
+# time per output element (float32 add 0.13 ns, tanh 0.37, exp 0.46; float64 add 0.27, tanh 1.8: a
+# low figure, so the executor is chosen only where its gain is clear), the executor's cost per node
+# execution beyond compiled code's (0.9 us measured: 1.4 against 0.5), and the trip count assumed
+# for a loop at each level of nesting.
+ELEMENT_US = 0.25e-3
+NODE_US = 1.0
+NOMINAL_TRIPS = 100
 # Kernels that use every core on their own.
 _SELF_THREADED = frozenset({"MatMul", "BatchMatMul", "Dot", "Einsum"})
 # Nodes that do no work proportional to their output: plumbing, views, stored values.
@@ -39,6 +53,17 @@ _CONSTANT_TIME = frozenset({"Const", "Placeholder", "Identity", "StopGradient", 
                             "Merge", "NextIteration", "LoopCond", "ReadVariable", "Transpose", "Reshape",
                             "ExpandDims", "Squeeze", "BroadcastTo", "Split", "Unstack", "StackPush", "StackPop",
                             "TensorArrayRead", "TensorArrayWrite", "Shape", "Size", "Rank"})
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """The cost model's figures for one plan, in microseconds per run at the nominal trip counts."""
+    gain_us: float       # what running independent heavy kernels side by side can save
+    overhead_us: float   # what the executor's scheduling adds over compiled code
+
+    @property
+    def prefers_dataflow(self) -> bool:
+        return self.gain_us > self.overhead_us
 
 
 def select_program(mode: str, compile_plan: Callable[[], Program]) -> Program | None:
@@ -53,21 +78,37 @@ def select_program(mode: str, compile_plan: Callable[[], Program]) -> Program | 
     except Unstructured as e:
         logger.debug("plan runs on the dataflow executor: the compiler does not structure its control flow (%s)", e)
         return None
-    if mode == "auto" and prefers_dataflow(program.nodes):
-        logger.debug("plan runs on the dataflow executor: mode='auto' and it has heavy kernels that can run side by "
-                     "side on the executor's pool")
-        return None
+    if mode == "auto":
+        est = estimate(program.nodes)
+        if est.prefers_dataflow:
+            logger.debug("plan runs on the dataflow executor: mode='auto' and its heavy kernels running side by side "
+                         "save more (%.0f us) than its scheduling costs (%.0f us)", est.gain_us, est.overhead_us)
+            return None
     logger.debug("plan runs as compiled code: mode=%r", mode)
     return program
 
 
 def prefers_dataflow(nodes: list[Node], cores: int | None = None) -> bool:
     """Whether the dataflow executor runs the plan of `nodes` faster than compiled code (see above)."""
+    return estimate(nodes, cores).prefers_dataflow
+
+
+def estimate(nodes: list[Node], cores: int | None = None) -> Estimate:
+    """The gain of the executor's pool against the cost of its scheduling for the plan of `nodes`."""
+    overhead = sum(NODE_US * _weight(n.frame) for n in nodes)
     if (cores if cores is not None else os.cpu_count() or 1) < 2:
-        return False
+        return Estimate(0.0, overhead)
+    parallel = _parallel_heavy(nodes)
+    gain = sum(_elements(h) * ELEMENT_US * _weight(h.frame) for h in parallel) / 2
+    return Estimate(gain, overhead)
+
+
+def _parallel_heavy(nodes: list[Node]) -> list[Node]:
+    """The heavy single-threaded kernels that can run beside another: an independent heavy kernel in
+    their iteration, or their own next iterations (parallel_iterations > 1, off the recurrence)."""
     heavy = [n for n in nodes if _heavy_single_threaded(n)]
     if not heavy:
-        return False
+        return []
     inside = set(nodes)
     consumers: dict = {n: [] for n in nodes}
     for n in nodes:
@@ -75,16 +116,30 @@ def prefers_dataflow(nodes: list[Node], cores: int | None = None) -> bool:
             if src in inside and not (n.op == "Merge" and src.op == "NextIteration"):
                 consumers.setdefault(src, []).append(n)
     reach = {h: _reachable(h, consumers) for h in heavy}
-    for i, a in enumerate(heavy):
-        for b in heavy[i + 1:]:
-            if a.frame is b.frame and b not in reach[a] and a not in reach[b]:
-                return True
-    for h in heavy:
-        loop = h.frame
-        if loop is not None and getattr(loop, "parallel_iterations", 1) > 1 and not _on_recurrence(h, loop,
-                                                                                                     reach[h], consumers):
-            return True
-    return False
+    out = []
+    for a in heavy:
+        if any(b is not a and a.frame is b.frame and b not in reach[a] and a not in reach[b] for b in heavy):
+            out.append(a)
+            continue
+        loop = a.frame
+        if loop is not None and getattr(loop, "parallel_iterations", 1) > 1 and not _on_recurrence(a, loop, reach[a],
+                                                                                                    consumers):
+            out.append(a)
+    return out
+
+
+def _weight(frame) -> float:
+    """How many times a node of `frame` runs per run of the plan, at the nominal trip counts."""
+    depth = 0
+    while frame is not None:
+        depth += 1
+        outer = getattr(frame, "outer", None)
+        frame = outer.frame if outer is not None else None
+    return float(NOMINAL_TRIPS ** depth)
+
+
+def _elements(n: Node) -> int:
+    return _sh.num_elements(n.outputs[0].shape) or 0
 
 
 def _heavy_single_threaded(n: Node) -> bool:

@@ -268,6 +268,24 @@ def test_auto_runs_parallel_heavy_iterations_on_the_executor(kind, par, cores, w
     assert prefers_dataflow(program.nodes, cores=cores) == (want == "dataflow")
 
 
+@pytest.mark.parametrize("with_loop,want", [(False, "dataflow"), (True, "compiled")])
+def test_auto_weighs_overlap_after_a_loop_against_its_scheduling(with_loop, want):
+    """Two independent heavy kernels side by side save their overlap once; a loop before them (an LSTM's
+    steps before its loss) pays the executor's scheduling every iteration: compiled code runs that plan."""
+    g = G.Graph()
+    with g.as_default():
+        n = G.placeholder(np.int64, [], name="n")
+        x = G.placeholder(np.float32, [512, 512], name="x")
+        if with_loop:
+            _, h = G.while_loop(lambda i, h: G.less(i, n), lambda i, h: (G.add(i, 1), G.tanh(h * 0.5 + 1.0)),
+                                (G.constant(np.int64(0)), G.constant(np.zeros((32, 256), np.float32))))
+            x = x + G.reduce_sum(h)
+        a, b = G.exp(x), G.tanh(x)
+    program = compile_program([a, b], [], [], Runtime())
+    assert prefers_dataflow(program.nodes, cores=2) == (want == "dataflow")
+    assert not prefers_dataflow(program.nodes, cores=1)
+
+
 def test_mode_is_checked():
     with pytest.raises(ValueError, match="mode must be one of"):
         Session(G.Graph(), mode="fast")
