@@ -13,6 +13,8 @@ is left as the user configured it.
 threadpoolctl finds the BLAS libraries loaded in this process (OpenBLAS, MKL, BLIS, FlexiBLAS, on
 Linux, macOS and Windows) and sets their thread counts; without one, `single_threaded()` does nothing.
 Only BLAS libraries are touched: an OpenMP runtime that other libraries in the process use keeps its setting.
+`at_most(n)` is the general block: compiled code runs its matmuls with as many threads as the machine has
+cores free (exec/compiled/threads.py).
 """
 from __future__ import annotations
 
@@ -53,8 +55,8 @@ def _find() -> list[_Library]:
 
 _lock = threading.Lock()
 _libraries: list[_Library] | None = None
-_users = 0
-_saved: list[int] = []
+_limits: list[int] = []  # the limits of the blocks open now, in any thread
+_saved: list[int] = []   # each library's count from before the first open block
 
 
 def libraries() -> list[_Library]:
@@ -67,29 +69,39 @@ def libraries() -> list[_Library]:
 
 
 @contextmanager
-def single_threaded():
-    """BLAS calls use one thread inside the block (counted: nested and concurrent blocks are fine)."""
-    global _users, _saved
+def at_most(n: int):
+    """BLAS calls use at most `n` threads inside the block. Blocks nest and may be open in several threads at
+    once: the smallest open limit holds, and the previous setting is restored when the last block ends."""
+    global _saved
     libs = libraries()
     if not libs:
         yield
         return
     with _lock:
-        if _users == 0:
+        if not _limits:
             _saved = [lib.get() for lib in libs]
-            for lib, n in zip(libs, _saved, strict=True):
-                if n != 1:
-                    lib.set(1)
-        _users += 1
+        _limits.append(max(1, n))
+        _apply(libs)
     try:
         yield
     finally:
         with _lock:
-            _users -= 1
-            if _users == 0:
-                for lib, n in zip(libs, _saved, strict=True):
-                    if n != 1:
-                        lib.set(n)
+            _limits.remove(max(1, n))
+            _apply(libs)
+
+
+def _apply(libs: list[_Library]) -> None:
+    """Sets each library to the smallest open limit, never above the count it had before the first block
+    (restored when none is open); called under `_lock`."""
+    for lib, saved in zip(libs, _saved, strict=True):
+        want = min([saved, *_limits])
+        if lib.get() != want:
+            lib.set(want)
+
+
+def single_threaded():
+    """BLAS calls use one thread inside the block (counted: nested and concurrent blocks are fine)."""
+    return at_most(1)
 
 
 def threads() -> list[int]:

@@ -29,6 +29,22 @@ def test_single_threaded_blocks_nest_and_restore():
 
 
 @needs_blas
+def test_at_most_takes_the_smallest_open_limit_and_never_raises_the_count():
+    lib = blas.libraries()[0]
+    before = lib.get()
+    lib.set(2)
+    try:
+        with blas.at_most(4):
+            assert blas.threads()[0] == 2  # never more threads than the setting had
+            with blas.at_most(1):
+                assert blas.threads()[0] == 1
+            assert blas.threads()[0] == 2
+        assert blas.threads()[0] == 2
+    finally:
+        lib.set(before)
+
+
+@needs_blas
 def test_concurrent_blocks_restore_once_the_last_one_ends():
     lib = blas.libraries()[0]
     before = lib.get()

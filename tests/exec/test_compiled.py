@@ -14,7 +14,7 @@ import pytest
 import grad
 import graph as G
 from exec import RunError, Session, blas, load
-from exec.compiled import Unstructured, compile_program, prefers_dataflow
+from exec.compiled import Unstructured, compile_program, prefers_dataflow, threads
 from exec.memory import memory_manager
 from exec.reference import run_reference
 from exec.runtime import Runtime
@@ -220,17 +220,18 @@ def test_stacks_go_through_the_memory_manager_as_in_the_executor():
     assert stats["compiled"]["saves"] == 600 and stats["compiled"]["bytes_in_use"] == 0
 
 
-@pytest.mark.parametrize("other_cores,pinned", [(0.0, False), (1.5, True)])
-def test_blas_threads_in_compiled_code_follow_the_load(monkeypatch, other_cores, pinned):
-    """All BLAS threads while other processes leave the cores free, one while they take them."""
+@pytest.mark.parametrize("cores,other_cores,limit", [(2, 0.0, None), (2, 1.5, 1), (16, 1.0, 15), (16, 0.2, None)])
+def test_blas_threads_in_compiled_code_follow_the_load(monkeypatch, cores, other_cores, limit):
+    """All BLAS threads while other processes leave the cores free, the cores they leave while they take some."""
     entered = []
 
     @contextlib.contextmanager
-    def spy():
-        entered.append(True)
+    def spy(n):
+        entered.append(n)
         yield
-    monkeypatch.setattr(blas, "single_threaded", spy)
+    monkeypatch.setattr(blas, "at_most", spy)
     monkeypatch.setattr(load, "other_cores", lambda before, after: other_cores)
+    monkeypatch.setattr(threads, "_cores", lambda: cores)
     g = G.Graph()
     with g.as_default():
         x = G.placeholder(np.float64, [300, 300])
@@ -238,7 +239,7 @@ def test_blas_threads_in_compiled_code_follow_the_load(monkeypatch, other_cores,
     sess = Session(g, mode="compiled")
     for _ in range(2):  # the first run measures the load, the second follows it
         np.testing.assert_allclose(sess.run(y, {x: np.eye(300)}), np.eye(300))
-    assert entered == ([True] if pinned else [])
+    assert entered == ([] if limit is None else [limit])
 
 
 def _loop_of(kind: str, par: int):
