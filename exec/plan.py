@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from exec import layout
 from exec.branches import plan_skipping
 from exec.device.kernels import device_kernel, runs_on_device
 from exec.devices import canonical_device, check_local
@@ -181,6 +182,8 @@ def _build_plan(graph, fetches: list[Tensor], targets: list[Node], feeds: list[T
     _donate(plan, rt, fed_nodes)
     if device is not None:
         _on_device(plan, device, fed_nodes)
+    else:
+        _pack(plan)
     for i in range(n_nodes):
         if kind[i] not in SINGLE_OUTPUT_KINDS and len(nodes[i].outputs) > 2:
             _port_list(plan, i, len(nodes[i].outputs) - 1)  # every port gets a (maybe empty) list
@@ -227,6 +230,15 @@ def _donate(plan: Plan, rt, fed: set) -> None:
         if f is not None:
             plan.fn[i] = f
             plan.donated[i] = j
+
+
+def _pack(plan: Plan) -> None:
+    """A loop's constant matmul operand that is a transposed view is laid out once (exec/layout.py): the
+    decision compiled code takes, so that both compute the same bits."""
+    for node in layout.packed_transposes(plan.nodes):
+        i = plan.local[node]
+        if plan.kind[i] in (NORMAL, ASYNC):
+            plan.fn[i] = layout.packed(plan.fn[i])
 
 
 _PURE_IDENTITIES = frozenset({"Identity", "LoopCond", "StopGradient"})

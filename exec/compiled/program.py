@@ -7,6 +7,7 @@ import linecache
 import numpy as np
 
 from exec import kernels as _kernels
+from exec import layout
 from exec.compiled import runtime
 from exec.compiled.codegen import Source, generate
 from exec.compiled.folding import fold_constants
@@ -78,6 +79,7 @@ def _kernel_chooser(program: Structured, rt, folded: dict):
     local = {n: i for i, n in enumerate(program.nodes)}
     exclusive = exclusive_inputs(program.nodes, local, program.fetches, program.fed)
     chosen = {}
+    packed = layout.packed_transposes(program.nodes)
     for call in calls:
         node, fn = call.node, None
         slots = [j for j in exclusive.get(local[node], ())
@@ -86,6 +88,8 @@ def _kernel_chooser(program: Structured, rt, folded: dict):
             slot = donatable_slot(node, slots)
             if slot is not None:
                 fn = _kernels.get_inplace_kernel(node, rt, slot)
+        if fn is None and node in packed:  # a loop's constant matmul operand laid out once (exec/layout.py)
+            fn = layout.packed(_kernels.get_kernel(node, rt))
         chosen[node] = fn if fn is not None else _kernels.get_kernel(node, rt)
     return chosen.__getitem__
 
