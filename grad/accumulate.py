@@ -13,9 +13,10 @@ from graph import dtypes as _dt
 from graph import shapes as _sh
 from graph.core import Tensor
 from graph.errors import GraphError
+from graph.ops.array import concat, transpose
 from graph.ops.conversion import convert, static_value
 from graph.ops.indexing import is_static_basic, scatter_slices
-from graph.ops.math import add
+from graph.ops.math import add, matmul
 
 
 class Grads:
@@ -51,6 +52,7 @@ def add_n(parts: list[Tensor]) -> Tensor:
     if parts[0].dtype is _dt.variant:
         return _join_flows(parts)
     parts = _combine_slice_gradients(parts)
+    parts = _combine_outer_products(parts)
     while len(parts) > 1:  # a balanced tree keeps the rounding symmetric and the depth small
         parts = [add(parts[i], parts[i + 1]) if i + 1 < len(parts) else parts[i] for i in range(0, len(parts), 2)]
     return parts[0]
@@ -99,3 +101,46 @@ def conform(g, t: Tensor, what: str) -> Tensor:
         g.shape = t.shape if g.shape is None else tuple(a if a is not None else b
                                                          for a, b in zip(t.shape, g.shape, strict=True))
     return g
+
+
+def _combine_outer_products(parts: list[Tensor]) -> list[Tensor]:
+    """Contributions a_kᵀ @ b_k of 2-D matmuls (a weight's gradient from each use of it: the time steps of
+    an unrolled loop) become one matmul of the joined rows, [a_1; ...; a_N]ᵀ @ [b_1; ...; b_N]: the same sum
+    in another order, as grad/loop_sums.py does for a loop's weight. N matmuls with inner dimension `rows`
+    and N - 1 weight-sized adds become one large matmul, which BLAS runs several times faster (an LSTM's
+    256x32 by 32x1024 products ran at a third of the speed of one 256x3200 by 3200x1024). Only contributions
+    built, with their operands, in the context the sum is built in join; other contributions are left as
+    they are."""
+    groups: dict[tuple, list[Tensor]] = {}
+    for g in parts:
+        key = _outer_product_key(g)
+        if key is not None:
+            groups.setdefault(key, []).append(g)
+    joined = [group for group in groups.values() if len(group) >= 2]
+    if not joined:
+        return parts
+    taken = {id(g) for group in joined for g in group}  # (tensors compare elementwise: no `in`)
+    out = [g for g in parts if id(g) not in taken]
+    for group in joined:
+        a = concat([g.node.inputs[0].node.inputs[0] for g in group], axis=0)
+        b = concat([g.node.inputs[1] for g in group], axis=0)
+        out.append(matmul(transpose(a, (1, 0)), b))
+    return out
+
+
+def _outer_product_key(g: Tensor) -> tuple | None:
+    """(device, dtype, columns of a, columns of b) of a contribution `aᵀ @ b` of known 2-D shapes built in the
+    context the graph builds in now; None for any other contribution."""
+    n = g.node
+    here = g.graph.context
+    if n.op != "MatMul" or len(n.inputs) != 2 or n.inputs[0].node.op != "Transpose":
+        return None
+    t = n.inputs[0].node
+    a, b = t.inputs[0], n.inputs[1]
+    if any(x.context is not here for x in (n, t, a.node, b.node)):
+        return None
+    if tuple(t.attrs.get("perm") or ()) != (1, 0) or a.shape is None \
+            or b.shape is None or len(a.shape) != 2 or len(b.shape) != 2 or a.dtype != b.dtype \
+            or not _sh.is_fully_defined(g.shape):
+        return None
+    return (n.device, a.dtype, a.shape[1], b.shape[1])

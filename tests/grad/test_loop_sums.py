@@ -8,6 +8,7 @@ import grad
 import graph as G
 from exec import Session
 from exec.memory import memory_manager
+from tests.grad.gradcheck import check_gradients
 
 D, H = 3, 4
 
@@ -148,3 +149,38 @@ def test_nested_loops_inner_accumulates_outer_joins_rows():
         results.append(Session(g).run(gs, {w: wv, u: uv}))
     for a, b in zip(*results):
         np.testing.assert_allclose(a, b, rtol=1e-12)
+
+
+
+def _ancestors(t):
+    seen, todo = set(), [t.node]
+    while todo:
+        n = todo.pop()
+        if n not in seen:
+            seen.add(n)
+            todo.extend(x.node for x in n.inputs)
+            todo.extend(n.control_inputs)
+    return seen
+
+
+@pytest.mark.parametrize("n", [2, 5])
+def test_unrolled_weight_gradient_is_one_matmul_of_the_joined_rows(n):
+    """An unrolled loop's weight gets one contribution x_tᵀ @ g_t per step: they are summed as one matmul of
+    the steps' rows joined (grad.accumulate), with the values of the loop's gradient."""
+    g, gs, feeds = _build(n, False)
+    outer = [m for m in _ancestors(gs[0]) if m.op == "MatMul" and m.inputs[0].node.op == "Transpose"]
+    assert len(outer) == 1 and outer[0].inputs[0].node.inputs[0].node.op == "Concat"
+    for a, b in zip(_run(g, gs, feeds), _run(*_build(n, True))):
+        np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-14)
+
+
+def test_unrolled_weight_gradients_equal_finite_differences():
+    rng = np.random.default_rng(1)
+    xs = rng.normal(size=(4, 2, D))
+
+    def unrolled(wx, wh, b):
+        h = G.constant(np.zeros((2, H)))
+        for i in range(4):
+            h = _cell(G.constant(xs[i]), h, wx, wh, b)
+        return h
+    check_gradients(unrolled, rng.normal(size=(D, H)) / 2, rng.normal(size=(H, H)) / 2, rng.normal(size=H))
