@@ -420,9 +420,9 @@ class Function:
                 if self._traces:
                     self._report_retrace(sig, traced, variants[-1] if variants else None, values)
                 start = time.perf_counter()
-                trace = self._trace(traced, bound)
+                trace = self._trace_or_specialize(traced, bound)
                 logger.debug("traced %s in %.1f ms: %r", self._name, (time.perf_counter() - start) * 1e3, trace.graph)
-                self._traces.setdefault(traced.key, []).append(trace)
+                self._traces.setdefault(trace.signature.key, []).append(trace)
                 # with a new trace, relax_shapes may resolve a signature differently: start afresh
                 self._by_call_key.clear()
             self._last = sig
@@ -454,6 +454,32 @@ class Function:
         if self.traces == _RETRACE_WARNING_AFTER:
             warnings.warn(f"{self._name} was traced {_RETRACE_WARNING_AFTER + 1} times; see its retrace_reports "
                           f"({report})", stacklevel=4)
+
+    def _trace_or_specialize(self, sig: signatures.Signature, bound) -> _Trace:
+        """A trace for `sig`; where graph control flow refuses a construct whose condition depends on
+        Python number arguments only (a variable assigned in one branch of `if flag:`), a trace with
+        those arguments static instead: one trace per value, as Python would run it."""
+        try:
+            return self._trace(sig, bound)
+        except (operators.StagingError, operators.ConditionallyDefinedError) as error:
+            deciding = _python_scalars_deciding(error, sig)
+            if not deciding:
+                raise
+            refused = error
+        static = self.static_argnames | deciding
+        arguments = signatures.expand_arguments(bound)
+        specialized = signatures.Signature.build(arguments, static)
+        trace = self._trace(specialized, bound)
+        self._make_static(static)
+        logger.info("%s: the Python number argument(s) %s decide a construct that graph control flow cannot "
+                    "express (%s); from now on %s is traced once per value of them", self._name,
+                    ", ".join(sorted(deciding)), str(refused).split("\n")[0], self._name)
+        return trace
+
+    def _make_static(self, static: frozenset) -> None:
+        self.static_argnames = static
+        self._static_positions = tuple(p.name in static for p in self._signature.parameters.values())
+        self._by_call_key.clear()
 
     def _relax_captured(self, trace: _Trace, values) -> None:
         """Under relax_shapes, a captured array whose shape changed is traced with the differing dims unknown."""
@@ -567,7 +593,7 @@ class Function:
         argument's as a MutableArray (recorded in `arrays`: a write into it is written back into the
         caller's array after each run, as Python's in-place writes change the caller's array)."""
         structure, specs = sig.structures[k], sig.specs[k]
-        label = sig.names[k].replace("[", "_").replace("]", "").replace("'", "")
+        label = _placeholder_label(sig.names[k])
         leaves = nest.flatten(value) if structure is not None else [value]
         phs, out = [], []
         for i, (leaf, spec) in enumerate(zip(leaves, specs, strict=True)):
@@ -646,6 +672,33 @@ class _BoundFunction:
 
     def __getattr__(self, name):
         return getattr(self._function, name)
+
+
+def _python_scalars_deciding(error: BaseException, sig: signatures.Signature) -> frozenset:
+    """The arguments passed as Python numbers (graph inputs of the trace) whose placeholders the graph
+    conditions recorded on `error` depend on (operators.trace_state.note_conditions)."""
+    conditions = getattr(error, "graph_conditions", None) or []
+    placeholders = {n.name for n in _upstream_nodes(conditions) if n.op == "Placeholder"}
+    return frozenset(name for name, specs, structure in zip(sig.names, sig.specs, sig.structures, strict=True)
+                     if structure is None and specs[0].kind == "input" and specs[0].form == "python"
+                     and _placeholder_label(name) in placeholders)
+
+
+def _placeholder_label(name: str) -> str:
+    """The name of the placeholder of an argument (see Function._symbolic)."""
+    return name.replace("[", "_").replace("]", "").replace("'", "")
+
+
+def _upstream_nodes(tensors) -> list:
+    seen, todo, out = set(), [t.node for t in tensors if isinstance(t, Tensor)], []
+    while todo:
+        node = todo.pop()
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        out.append(node)
+        todo.extend(t.node for t in node.inputs)
+    return out
 
 
 def _hide_internal_frames(exc: BaseException) -> None:

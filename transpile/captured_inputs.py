@@ -305,7 +305,8 @@ def build(template, results, fed):
 
 class Replay:
     """One write of the function to Python state, applied after each run: `target` is a Source (state
-    that existed before the trace) or an object made by the trace."""
+    that existed before the trace), an object made by the trace, or a module's globals (`global g;
+    g = ...`)."""
 
     def __init__(self, target, kind: str, key, template):
         self.target, self.kind, self.key, self.template = target, kind, key, template
@@ -317,6 +318,8 @@ class Replay:
             setattr(obj, self.key, build(self.template, results, fed))
         elif self.kind == "delattr":
             delattr(obj, self.key)
+        elif self.kind == "setglobal":   # obj: a module's globals
+            obj[self.key] = build(self.template, results, fed)
         elif self.kind == "list":
             obj[:] = build(self.template, results, fed)
         else:

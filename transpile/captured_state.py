@@ -22,6 +22,7 @@ function captured as constants.
 """
 from __future__ import annotations
 
+import dis
 import functools
 import sys
 import types
@@ -96,6 +97,19 @@ def output_value(v):
 
 
 _GLOBAL_NAMES: dict = {}  # code object -> the names it may read as globals (code objects never change)
+_STORED_GLOBALS: dict = {}  # code object -> the names it assigns with `global` (its nested code's too)
+
+
+def _stored_globals(code: types.CodeType) -> tuple:
+    """The names `code` (and the functions nested in it) assign as globals."""
+    names = _STORED_GLOBALS.get(code)
+    if names is None:
+        found = {ins.argval for ins in dis.get_instructions(code) if ins.opname in ("STORE_GLOBAL", "DELETE_GLOBAL")}
+        for const in code.co_consts:
+            if isinstance(const, types.CodeType):
+                found.update(_stored_globals(const))
+        names = _STORED_GLOBALS[code] = tuple(sorted(found))
+    return names
 
 
 def _global_names(code: types.CodeType) -> tuple:
@@ -156,6 +170,7 @@ class StateCapture:
         self.containers: list = []      # (source, list or dict, a shallow copy before)
         self.functions: set = set()
         self.places: set = set()        # the globals and cells walked, by namespace and name or by cell
+        self.assigned_globals: list = []  # (namespace, name, value before) of globals the functions assign
 
     # -- what the trace reads ---------------------------------------------------------------
     def add_argument(self, index: int, name: str, value) -> None:
@@ -183,6 +198,9 @@ class StateCapture:
             return
         self.functions.add(f)
         namespace = f.__globals__
+        for name in _stored_globals(f.__code__):  # (before a stand-in is installed there)
+            if not any(ns is namespace and n == name for ns, n, _ in self.assigned_globals):
+                self.assigned_globals.append((namespace, name, namespace.get(name, _ABSENT)))
         for name in _global_names(f.__code__):
             if name in namespace:
                 self._install(GlobalSource(namespace, name), namespace[name])
@@ -305,6 +323,10 @@ class StateCapture:
                     kind = "list" if isinstance(container, list) else "dict"
                     items = list(container) if kind == "list" else dict(container)
                     replays.append(Replay(source, kind, None, templates.of(items, source.describe())))
+            for namespace, name, before in self.assigned_globals:
+                now = namespace.get(name, _ABSENT)
+                if now is not _ABSENT and now is not before and self._seen(before) is not now:
+                    replays.append(Replay(namespace, "setglobal", name, templates.of(now, f"global '{name}'")))
             replays.extend(templates.new_object_replays)
             # the arrays fed at each call: those the graph reads, writes back into, or puts somewhere
             used = _used_nodes(g, outputs + fetches)
@@ -318,6 +340,11 @@ class StateCapture:
             return inputs, [self.captures[k][2] for k in needed]
         finally:
             self.restore()
+
+    def _seen(self, value):
+        """What the trace saw for `value` of the state (its stand-in), or None."""
+        seen = self.by_id.get(id(value))
+        return seen[2] if seen is not None and seen[1] is value else None
 
     def _changed(self, container, before) -> bool:
         """Whether the trace changed a list or dict (other than by putting stand-ins in it)."""
@@ -343,7 +370,12 @@ class StateCapture:
                 container.update(before)
         for source, original in reversed(self.installed):
             source.write(original, self.args)
-        self.objects, self.containers, self.installed = [], [], []
+        for namespace, name, before in reversed(self.assigned_globals):  # as before the trace assigned them
+            if before is _ABSENT:
+                namespace.pop(name, None)
+            else:
+                namespace[name] = before
+        self.objects, self.containers, self.installed, self.assigned_globals = [], [], [], []
 
 
 def _renumber(template, index: dict):

@@ -176,6 +176,7 @@ def convert_node(node, ctx: Context):
         ast_util.locate(fn, node)
         node = fn
     generators = {id(g): copy.deepcopy(g.body) for g in _nested_generators(node)}
+    _hoist_declarations(node)
     _hide_class_bodies(node)
     logical_expressions.mark_truth_tests(node)
     for step in (guard_clauses, return_statements, break_statements, continue_statements, dead_flags, asserts,
@@ -198,6 +199,33 @@ def convert_node(node, ctx: Context):
         ast_util.locate(lam, node)
         return lam
     return node
+
+
+def _hoist_declarations(fn_node) -> None:
+    """Moves the function's `global` and `nonlocal` statements to its start: each applies to the whole
+    function wherever it is written, and the converters move the block it is in (an `if` branch, a loop
+    body) into a function of its own."""
+    found: dict[type, list[str]] = {gast.Global: [], gast.Nonlocal: []}
+
+    def strip(stmts: list) -> list:
+        kept = []
+        for s in stmts:
+            if isinstance(s, (gast.Global, gast.Nonlocal)):
+                found[type(s)].extend(n for n in s.names if n not in found[type(s)])
+                continue
+            if not isinstance(s, (gast.FunctionDef, gast.AsyncFunctionDef, gast.ClassDef)):
+                for block in ("body", "orelse", "finalbody"):
+                    inner = getattr(s, block, None)
+                    if isinstance(inner, list) and inner and isinstance(inner[0], gast.stmt):
+                        setattr(s, block, strip(inner) or [ast_util.locate(gast.Pass(), s)])
+                for h in getattr(s, "handlers", None) or []:
+                    h.body = strip(h.body) or [ast_util.locate(gast.Pass(), h)]
+            kept.append(s)
+        return kept
+
+    body = strip(fn_node.body)
+    decls = [ast_util.locate(kind(names=names), fn_node) for kind, names in found.items() if names]
+    fn_node.body = decls + (body or [ast_util.locate(gast.Pass(), fn_node)])
 
 
 def _declare_outer_names(fn_node) -> None:

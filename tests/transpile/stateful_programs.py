@@ -41,8 +41,6 @@ def program(x, n):
 '''
 
 _counter = itertools.count()
-# the error converting a program with a made_array statement that has another name gives
-ALIASED_WRITE = r"into numpy array 'm(\d+)', which is also variable 'al\1'"
 
 
 class _Gen:
@@ -100,9 +98,8 @@ class _Gen:
         return [f"{pad}for _ in range(n):"] + self.block(indent + 4, depth + 1)   # n: a graph input
 
     def made_array(self, pad: str, c: str, i: str, j: str) -> list[str]:
-        """An array made by arithmetic, not a numpy constructor, that gets a graph value or is written in a
-        graph branch, maybe with another name for it (`al`): without one, it is written as Python does;
-        with one, converting is an error naming both (ALIASED_WRITE)."""
+        """An array made by arithmetic that gets a graph value or is written in a graph branch, maybe with
+        another name for it (`al`), which sees the write as in Python."""
         k = self.arrays
         self.arrays += 1
         out = [f"{pad}m{k} = np.arange(3) * {c}"]

@@ -371,3 +371,98 @@ def test_a_python_float_argument_in_a_graph_loop_with_float32_state():
             x = x - lr * x
         return x
     assert_like_python(f, (np.ones(2, np.float32), 0.1, 3), (np.ones(2, np.float32), 0.1, 0))
+
+
+# --------------------------------------------------------------------------- Python scalars in every role
+
+
+def test_a_python_bool_argument_may_assign_a_variable_in_one_branch():
+    def f(x, flag):
+        if flag:
+            i = x * 2
+        return i
+    f_converted = assert_like_python(f, (1.5, True), (np.ones(2), True))
+    with pytest.raises(UnboundLocalError):
+        f_converted["compiled"](1.5, False)
+
+
+def test_a_python_int_argument_decides_a_dict_key_and_a_none():
+    def f(x, k, n):
+        d = {"x": x}
+        if k > 1:
+            d["big"] = x * k
+            y = None
+        else:
+            y = x + 1
+        s = 0.0
+        for i in range(n):          # n stays a graph input: one trace serves every n
+            s = s + x
+        return d, y, s
+    f_converted = assert_like_python(f, (2.0, 3, 4), (2.0, 0, 2), (2.0, 3, 5))
+    assert f_converted["compiled"].traces == 2
+
+
+def test_a_python_bool_argument_as_a_range_bound():
+    def f(x, flag):
+        s = 0.0
+        for _ in range(flag):
+            s = s + x
+        return s
+    assert_like_python(f, (1.5, True), (1.5, False))
+
+
+def test_a_python_bool_argument_decides_a_raise_caught_by_the_function():
+    def f(x, strict):
+        try:
+            if strict:
+                raise ValueError("no")
+            y = x
+        except ValueError:
+            y = -x
+        return y
+    assert_like_python(f, (1.5, True), (1.5, False))
+
+
+def test_a_python_bool_argument_deletes_a_variable_in_one_branch():
+    def f(x, drop):
+        y = x * 2
+        z = x
+        if drop:
+            del z
+            z = 3.0
+        return y + z
+    assert_like_python(f, (1.5, True), (1.5, False))
+
+
+# --------------------------------------------------------------------------- globals
+
+COUNT = 0
+LEVEL = 0.0
+
+
+def _count_calls(x):
+    global COUNT
+    COUNT += 1
+    return x * COUNT
+
+
+def test_a_global_counter_counts_every_call():
+    global COUNT
+    f = transpile.function(_count_calls)
+    COUNT = 0
+    got = [f(2.0) for _ in range(4)]
+    assert got == [2.0, 4.0, 6.0, 8.0] and COUNT == 4
+
+
+def _raise_level(x):
+    if x > 0:
+        global LEVEL
+        LEVEL = LEVEL + x
+    return LEVEL * 2
+
+
+def test_a_global_declared_and_assigned_in_a_graph_branch():
+    global LEVEL
+    f = transpile.function(_raise_level)
+    LEVEL = 1.0
+    assert [f(np.float64(v)) for v in (1.5, -1.0, 2.0)] == [5.0, 5.0, 9.0] and LEVEL == 4.5

@@ -25,9 +25,10 @@ SEQUENCE_FUNCTIONS = frozenset({"stack", "array", "asarray", "concatenate", "vst
 # `ag.call` when an argument is a tensor (numpy does not dispatch these on tensors by itself).
 # The functions that make new arrays go through `ag.call` too: the arrays they make are written in place.
 NUMPY_CONSTRUCTORS = frozenset({"array", "asarray", "asanyarray", "ascontiguousarray", "zeros", "ones", "empty",
-                                "full", "arange", "eye", "bool", "int8", "int16", "int32", "int64", "uint8",
-                                "uint16", "uint32", "uint64", "float16", "float32", "float64", "copy",
-                                "zeros_like", "ones_like", "empty_like", "full_like"})
+                                "full", "arange", "eye", "identity", "linspace", "logspace", "geomspace", "tri",
+                                "bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
+                                "float16", "float32", "float64", "copy", "zeros_like", "ones_like", "empty_like",
+                                "full_like"})
 # numpy functions of an array, given a list or tuple display (`np.sum([a, b])`): numpy looks for tensors in its
 # array arguments, not inside lists, so `ag.call` builds the graph op when the list holds one.
 NUMPY_OF_ARRAYS = frozenset({"sum", "mean", "prod", "max", "min", "amax", "amin", "any", "all", "argmax", "argmin",

@@ -422,7 +422,8 @@ for _name, _op in (("add", "+"), ("sub", "-"), ("mul", "*"), ("truediv", "/"), (
 # in converted code it is a MutableArray, as numpy gives a new writable array
 NEW_ARRAY_FUNCTIONS = frozenset({np.copy, np.zeros_like, np.ones_like, np.empty_like, np.full_like, np.array,
                                  np.asarray, np.asanyarray, np.ascontiguousarray, np.zeros, np.ones, np.empty,
-                                 np.full, np.eye})
+                                 np.full, np.eye, np.identity, np.arange, np.linspace, np.logspace, np.geomspace,
+                                 np.tri})
 
 
 def new_array(func, result, args=()):

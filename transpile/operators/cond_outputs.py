@@ -103,7 +103,8 @@ def plan(t, f, name, meta_t, meta_f) -> tuple:
         like = d.value if isinstance(d, MaybeDefined) else d
         m_def, m_other = (meta_f, meta_t) if t_undef else (meta_t, meta_f)
         message = one_sided_message(name, defined, m_def, m_other, meta_t.get("if_line"), meta_t.get("filename"))
-        return DROP, DROP, PartiallyDefined(name, like, message)
+        conditions = trace_state().conditions
+        return DROP, DROP, PartiallyDefined(name, like, message, conditions[-1] if conditions else None)
     _unify_arrays(t, f)
     if isinstance(t, MaybeDefined) or isinstance(f, MaybeDefined):
         tv = t.value if isinstance(t, MaybeDefined) else t

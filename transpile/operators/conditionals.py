@@ -8,14 +8,16 @@ import graph
 from graph.errors import SourceLocation
 from graph.node import Tensor
 from transpile import conversion
+from transpile.errors import UncatchableError
 from transpile.operators.carried_state import CarriedWrites
 from transpile.operators.cond_outputs import DROP, Raised, as_is, encode, mode_key, plan, restore
 from transpile.operators.data_structures import list_truth, stacked_list
 from transpile.operators.encoding import fresh_containers, pack_result, replace_at, stand_in, unpack_outputs
 from transpile.operators.leaves import is_tensor, mark_weak
-from transpile.operators.staging import Retry, anchor_effects, build_until_settled, predicate
+from transpile.operators.staging import Retry, StagingError, anchor_effects, build_until_settled, predicate
+from transpile.operators.trace_state import note_conditions, trace_state
 from transpile.operators.uncatchable import refuse_if_caught
-from transpile.operators.values import Undefined
+from transpile.operators.values import ConditionallyDefinedError, Undefined
 
 
 def _user_raise_location(exc: BaseException) -> SourceLocation | None:
@@ -132,8 +134,19 @@ def graph_cond(pred: Tensor, true_fn, false_fn, state, names, what: str):
         hints.clear()
         hints.update(changes)
 
-    return build_until_settled(build, adjust, token,
-                               f"could not build the graph cond for {what}: its branches kept changing")
+    conditions = trace_state().conditions
+    conditions.append(pred)
+    try:
+        return build_until_settled(build, adjust, token,
+                                   f"could not build the graph cond for {what}: its branches kept changing")
+    except (StagingError, ConditionallyDefinedError) as e:
+        note_conditions(e, reversed(conditions))
+        raise
+    except UncatchableError as e:  # (an error an `except` of the user's must not catch: the same)
+        note_conditions(e.error, reversed(conditions))
+        raise
+    finally:
+        conditions.pop()
 
 
 def if_stmt(test, if_true, if_false, state=(), names=()):

@@ -84,10 +84,13 @@ def range_(*args):
     """`range(*args)`; with tensor bounds, a range a `for` loop iterates in the graph."""
     if not any(is_tensor(a) for a in args):
         return builtins.range(*args)
+    bounds = []
     for a in args:
         kind = graph.convert(a).dtype.kind if is_tensor(a) else ("i" if isinstance(a, (int, np.integer)) else "f")
-        if kind not in "iu":
+        if kind not in "biu":
             raise TypeError(f"range() needs integers, got {describe(a)}")
+        bounds.append(graph.cast(graph.convert(a), np.int64) if kind == "b" else a)  # a bool is an int in Python
+    args = tuple(bounds)
     if len(args) == 1:
         start, stop, step = 0, args[0], 1
     elif len(args) == 2:

@@ -51,6 +51,7 @@ class TraceState:
     trial_builds: int = 0                                     # depth of builds thrown away whatever happens
     # id(tensor) -> (tensor, Python type): tensors that stand for a Python number (leaves.weak_type)
     weak_numbers: dict = field(default_factory=dict)
+    conditions: list = field(default_factory=list)            # predicates of the graph conds being built
 
     def innermost_loop(self) -> LoopFrame | None:
         return self.loops[-1] if self.loops else None
@@ -65,6 +66,17 @@ def trace_state() -> TraceState:
     if state is None:
         state = _per_thread.state = TraceState()
     return state
+
+
+def note_conditions(error: BaseException, conditions) -> None:
+    """Records on `error` the graph conditions (predicate tensors) of the construct it was raised in,
+    innermost first, unless an inner construct already did: a caller that can make the values they
+    depend on Python values (transpile.api: Python scalar arguments) can trace again without the error."""
+    if getattr(error, "graph_conditions", None) is None:
+        try:
+            error.graph_conditions = list(conditions)
+        except AttributeError:  # (an exception type without a __dict__)
+            pass
 
 
 def is_tracing() -> bool:

@@ -9,6 +9,7 @@ from graph.node import Tensor
 from transpile.operators.data_structures import TensorList
 from transpile.operators.leaves import has_graph_values
 from transpile.operators.staging import StagingError
+from transpile.operators.trace_state import note_conditions, trace_state
 
 
 class Undefined:
@@ -53,16 +54,20 @@ class PartiallyDefined(Undefined):
     message to raise if it is read.
     """
 
-    __slots__ = ("like", "message")
+    __slots__ = ("like", "message", "condition")
 
-    def __init__(self, name: str, like, message: str):
+    def __init__(self, name: str, like, message: str, condition=None):
         super().__init__(name)
         self.like = like
         self.message = message
+        self.condition = condition  # the predicate of the cond that assigns it in one branch
 
     def error(self, where: str = "") -> Exception:
         at = f"{where}: " if where else ""
-        return ConditionallyDefinedError(f"{at}{self.message}")
+        error = ConditionallyDefinedError(f"{at}{self.message}")
+        if self.condition is not None:
+            note_conditions(error, [self.condition])
+        return error
 
 
 class ConditionallyDefinedError(NameError):
@@ -138,7 +143,11 @@ def ld(value):
 
 
 def to_global(names: str, value):
-    """`global_name = value`, refusing graph tensors (they exist only while the graph is built)."""
+    """`global_name = value`. In a trace of a transpile.function the assignment is made again after each
+    run, with the graph values the run computed (transpile/captured_state.py); elsewhere a graph value
+    cannot outlive the graph being built, and is refused."""
+    if trace_state().captures is not None:
+        return value
     if has_graph_values(value) or isinstance(value, (MaybeDefined, TensorList)):
         raise StagingError(f"cannot assign a graph tensor to the global variable {names}: tensors of a converted "
                            "function exist only inside its graph. Return the value instead, or keep state in a "
