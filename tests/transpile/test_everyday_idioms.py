@@ -466,3 +466,13 @@ def test_a_global_declared_and_assigned_in_a_graph_branch():
     f = transpile.function(_raise_level)
     LEVEL = 1.0
     assert [f(np.float64(v)) for v in (1.5, -1.0, 2.0)] == [5.0, 5.0, 9.0] and LEVEL == 4.5
+
+
+def test_an_array_first_made_in_a_graph_loop_with_a_shape_the_loop_decides():
+    def f(x, n):
+        for i in range(n):
+            z = np.zeros(i + 1)
+            z[0] = x * i
+            w = np.ones((i + 1, 2)) * x
+        return z, w.sum()
+    assert_like_python(f, (2.0, 3), (0.5, 1))

@@ -11,6 +11,7 @@ import numpy as np
 import graph
 from graph import nest
 from graph.node import Tensor
+from transpile.operators.arrays import frozen
 from transpile.operators.data_structures import TensorList, empty_array_like, list_builder
 from transpile.operators.leaves import (
     is_composite,
@@ -66,7 +67,9 @@ class Spec:
 
 
 def spec_of(value) -> Spec:
-    """(structure, [(dtype, shape)]) of a value, for placeholders of the same kind."""
+    """(structure, [(dtype, shape)]) of a value, for placeholders of the same kind (its arrays' contents
+    as they are now: the structure outlives the branch or body it is taken in)."""
+    value = frozen(value)
     leaves = []
     for leaf in nest.flatten(value):
         if isinstance(leaf, Tensor):
