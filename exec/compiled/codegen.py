@@ -19,6 +19,7 @@ from typing import Callable
 
 import numpy as np
 
+from exec.compiled.folding import reads
 from exec.compiled.structure import Call, Loop, Select, Structured
 from graph.node import Node, Tensor
 
@@ -441,7 +442,7 @@ def generate(program: Structured, name: str, kernel_of: Callable, constant_of: C
     LOOPS).
     """
     e = _Emitter(program, kernel_of, constant_of, helpers, folded)
-    e.coalesce(program.steps, _reads(program))
+    e.coalesce(program.steps, reads(program))
     params = [e.name(t) for t in program.params]
     stmts = e.statements(program.steps)
     results, guarded = [], []
@@ -474,36 +475,3 @@ def generate(program: Structured, name: str, kernel_of: Callable, constant_of: C
     e.globals["LINES"] = e.line_nodes
     e.globals["LOOPS"] = e.loop_lines
     return Source("\n".join(lines) + "\n", name, e.globals, e.line_nodes)
-
-
-def _reads(program: Structured) -> dict:
-    """How many times each value (node id, port) is read: by steps, guards and fetches."""
-    counts: dict = {}
-
-    def read(t):
-        key = (t.node.id, t.index)
-        counts[key] = counts.get(key, 0) + 1
-
-    def walk(steps):
-        for s in steps:
-            for key, _ in s.guard or ():
-                counts[key] = counts.get(key, 0) + 1
-            if isinstance(s, Call):
-                for t in s.args:
-                    read(t)
-            elif isinstance(s, Select):
-                read(s.source)
-            else:
-                for _, t in s.init + s.back:
-                    read(t)
-                for t in [s.pred] + s.exits:
-                    read(t)
-                walk(s.head)
-                walk(s.tail)
-                walk(s.body)
-    walk(program.steps)
-    for t, guard in program.results:
-        read(t)
-        for key, _ in guard or ():
-            counts[key] = counts.get(key, 0) + 1
-    return counts

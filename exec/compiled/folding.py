@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from exec.compiled.structure import Call, Loop
+from exec.compiled.structure import Call, Loop, Select, Structured
 from exec.donation import FRESH_OPS
 from graph import dtypes as _dt
 from graph import shapes as _sh
@@ -87,3 +87,62 @@ def _constant(t: Tensor, values: dict, constant_of):
 
 def _known(t: Tensor) -> bool:
     return t.dtype is not None and getattr(t.dtype, "kind", "V") in "biufc" and _sh.is_fully_defined(t.shape)
+
+
+def drop_unread(program: Structured) -> None:
+    """Removes the calls of pure kernels whose values nothing reads, once folding has taken their readers
+    away (a loss whose only reader was its gradient's seed `ones_like(loss)`, folded to a constant), and
+    then the calls that fed only those. Stateful kernels (Variables, random draws, prints, stacks) stay.
+    The dataflow executor still runs such a kernel; the one difference is a pure kernel that would fail."""
+    while True:
+        counts = reads(program)
+        if not _drop(program.steps, counts):
+            return
+
+
+def _drop(steps: list, counts: dict) -> bool:
+    kept, dropped = [], False
+    for s in steps:
+        if isinstance(s, Loop):
+            for part in (s.head, s.tail, s.body):
+                dropped |= _drop(part, counts)
+        elif isinstance(s, Call) and s.node.outputs and not get_opdef(s.node.op).stateful and not any(
+                counts.get((t.node.id, t.index)) for t in s.node.outputs):
+            dropped = True
+            continue
+        kept.append(s)
+    steps[:] = kept
+    return dropped
+
+
+def reads(program: Structured) -> dict:
+    """How many times each value (node id, port) is read: by steps, guards and fetches."""
+    counts: dict = {}
+
+    def read(t):
+        key = (t.node.id, t.index)
+        counts[key] = counts.get(key, 0) + 1
+
+    def walk(steps):
+        for s in steps:
+            for key, _ in s.guard or ():
+                counts[key] = counts.get(key, 0) + 1
+            if isinstance(s, Call):
+                for t in s.args:
+                    read(t)
+            elif isinstance(s, Select):
+                read(s.source)
+            else:
+                for _, t in s.init + s.back:
+                    read(t)
+                for t in [s.pred] + s.exits:
+                    read(t)
+                walk(s.head)
+                walk(s.tail)
+                walk(s.body)
+    walk(program.steps)
+    for t, guard in program.results:
+        read(t)
+        for key, _ in guard or ():
+            counts[key] = counts.get(key, 0) + 1
+    return counts

@@ -10,7 +10,7 @@ from exec import kernels as _kernels
 from exec import layout
 from exec.compiled import runtime
 from exec.compiled.codegen import Source, generate
-from exec.compiled.folding import fold_constants
+from exec.compiled.folding import drop_unread, fold_constants
 from exec.compiled.structure import Call, Loop, Structured, structure
 from exec.compiled.threads import LoadAwareBlas, uses_threaded_blas
 from exec.donation import donatable_slot, exclusive_inputs
@@ -56,6 +56,7 @@ def _compile(fetches: list[Tensor], targets: list[Node], feeds: list[Tensor], rt
     constant_of = lambda node: _kernels.get_kernel(node, rt)()  # noqa: E731
     folded = fold_constants(program.steps, lambda node: _kernels.get_kernel(node, rt), constant_of,
                             frozenset(program.fed))
+    drop_unread(program)
     kernel_of = _kernel_chooser(program, rt, folded)
     serial = next(_serial)
     filename = f"<compiled {name} #{serial}>"

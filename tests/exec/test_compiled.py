@@ -392,3 +392,19 @@ def test_a_loop_constant_transpose_read_by_matmuls_is_laid_out_once():
     assert layout.packed(np.transpose)(np.ones((3, 2))).flags.c_contiguous
     feeds = {wh: rng.normal(size=(128, 128)).astype(np.float32) / 8, n: 5}
     np.testing.assert_array_equal(Session(g, mode="compiled").run(gw, feeds), Session(g, mode="dataflow").run(gw, feeds))
+
+
+def test_pure_kernels_whose_values_folding_left_unread_are_not_called():
+    """The gradient's seed ones_like(loss) is folded, so the loss's mean (and the square before it) are called
+    only where the loss is fetched."""
+    g = G.Graph()
+    with g.as_default():
+        x = G.placeholder(np.float64, (3,), name="x")
+        loss = G.reduce_mean(G.square(x))
+        (gx,) = grad.gradients(loss, [x])
+    sess = Session(g, mode="compiled")
+    source = sess.compiled_source([gx], [x])
+    assert "Mean(" not in source and "Square(" not in source
+    np.testing.assert_array_equal(sess.run(gx, {x: [1.0, 2.0, 3.0]}), Session(g, mode="dataflow").run(
+        gx, {x: [1.0, 2.0, 3.0]}))
+    assert "Mean(" in sess.compiled_source([loss, gx], [x])
