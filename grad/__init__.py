@@ -6,10 +6,13 @@ from grad import (  # noqa: F401
            array_grad,
            control_flow_grad,
            einsum_grad,
+           linalg_grad,
            math_grad,
+           numpy_call_grad,
            reduce_grad,
            stack_grad,
            tensor_array_grad,
+           ufunc_grad,
 )
 from grad.gradients import gradients
 from grad.non_differentiable import NonDifferentiableWarning

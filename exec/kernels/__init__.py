@@ -8,13 +8,16 @@ from exec.kernels import (  # noqa: F401  (they register)
     basic,
     einsum,
     indexing,
+    linalg,
     math,
     nn,
+    numpy_call,
     random,
     reduce,
     stack,
     strings,
     tensor_array,
+    ufuncs,
     variables,
 )
 from exec.kernels.registry import HEAVY_OPS, INPLACE, KERNELS, feeding, get_inplace_kernel, get_kernel

@@ -11,6 +11,7 @@ import numpy as np
 
 from graph.node import Node
 from graph.onnx.lowering import Emitter
+from graph.ops.numpy_call import display_name
 
 NUMPY_LOWERINGS: dict = {}
 
@@ -102,3 +103,10 @@ def _argsort(em: Emitter, node: Node, ins: list) -> list:
 @_lowering("Permute")
 def _permute(em: Emitter, node: Node, ins: list) -> list:
     return [em("GatherElements", ins[0], em.input_as(ins, 1, _INT64), axis=node.attrs["axis"])]
+
+
+@_lowering("NumpyCall")
+def _numpy_call(em: Emitter, node: Node, ins: list) -> list:
+    name = display_name(node.attrs["function"], node.attrs["method"])
+    raise em.fail(f"{name} runs numpy's own function on the values when the graph runs, and ONNX has no operator "
+                  "for it: build the value from graph ops that export, or compute it outside the exported model")

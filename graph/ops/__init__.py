@@ -12,6 +12,8 @@ from graph.ops.indexing import *  # noqa: F401,F403
 from graph.ops.math import *  # noqa: F401,F403
 from graph.ops.math import cast, matmul
 from graph.ops.nn import *  # noqa: F401,F403
+from graph.ops.numpy_arrays import add_at
+from graph.ops.numpy_call import numpy_call
 from graph.ops.padding import *  # noqa: F401,F403
 from graph.ops.random import *  # noqa: F401,F403
 from graph.ops.reduce import *  # noqa: F401,F403

@@ -19,11 +19,14 @@ from graph.ops import einsum as E
 from graph.ops import indexing as I
 from graph.ops import math as M
 from graph.ops import nn as N
+from graph.ops import numpy_arrays, numpy_linalg, numpy_stats
 from graph.ops import padding as P
 from graph.ops import reduce as R
 from graph.ops import shape_ops as S
+from graph.ops import ufuncs as U
 from graph.ops.axes import normalize_axis
 from graph.ops.conversion import convert, convert_pair
+from graph.ops.numpy_call import EFFECTS, STATIC_QUERIES, numpy_call, qualified_name, static_query
 
 UFUNCS = {
     np.add: M.add, np.subtract: M.sub, np.multiply: M.mul, np.true_divide: M.truediv,
@@ -32,15 +35,22 @@ UFUNCS = {
     np.less: M.less, np.less_equal: M.less_equal, np.greater: M.greater, np.greater_equal: M.greater_equal,
     np.logical_and: M.logical_and, np.logical_or: M.logical_or, np.logical_xor: M.logical_xor,
     np.bitwise_and: M.bitwise_and, np.bitwise_or: M.bitwise_or, np.bitwise_xor: M.bitwise_xor,
-    np.negative: M.neg, np.positive: convert, np.absolute: M.abs, np.fabs: M.abs, np.exp: M.exp,
+    np.negative: M.neg, np.positive: convert, np.absolute: M.abs, np.exp: M.exp,
     np.log: M.log, np.sqrt: M.sqrt, np.square: M.square, np.tanh: M.tanh, np.sign: M.sign,
     np.floor: M.floor, np.ceil: M.ceil, np.rint: M.round, np.sin: M.sin, np.cos: M.cos,
     np.log1p: M.log1p, np.expm1: M.expm1, np.reciprocal: M.reciprocal, np.logical_not: M.logical_not,
     np.invert: M.invert, np.isnan: M.isnan, np.isfinite: M.isfinite, np.matmul: M.matmul,
+    **U.UFUNCS, **numpy_linalg.UFUNCS,
+    np.conjugate: lambda x: convert(x) if convert(x).dtype.kind != "c" else numpy_call(np.conjugate, x),
+    np.divmod: lambda a, b: (M.floordiv(a, b), M.mod(a, b)),
 }
-# ufunc.reduce(x, axis=0) as a reduction
-UFUNC_REDUCTIONS = {np.add: R.reduce_sum, np.multiply: R.reduce_prod, np.maximum: R.reduce_max,
-                    np.minimum: R.reduce_min, np.logical_and: R.reduce_all, np.logical_or: R.reduce_any}
+# ufunc methods as graph ops where they are one (else NumpyCall): impl(ufunc, inputs, kwargs) -> tensor or None
+UFUNC_METHODS = {
+    "reduce": lambda ufunc, inputs, kwargs: U.ufunc_reduce(U.REDUCTIONS.get(ufunc), inputs, kwargs),
+    "accumulate": U.ufunc_accumulate,
+    "outer": lambda ufunc, inputs, kwargs: None if ufunc not in UFUNCS else U.ufunc_outer(UFUNCS[ufunc], inputs,
+                                                                                        kwargs),
+}
 
 
 def _np_name(func) -> str:
@@ -65,10 +75,8 @@ IN_PLACE_REBIND_HOOKS: list = []
 
 def _unsupported_kwargs(name, kwargs, allowed_defaults):
     for k, v in kwargs.items():
-        default = allowed_defaults.get(k, _MISSING)
-        if v is default or (isinstance(v, (bool, int, float, str)) and type(v) is type(default) and v == default):
-            continue
-        raise UnsupportedError(f"{name}: argument {k}={v!r} is not supported on graph tensors")
+        if not _is_default(v, allowed_defaults.get(k, _MISSING)):
+            raise UnsupportedError(f"{name}: argument {k}={v!r} is not supported on graph tensors")
 
 
 def array_ufunc(self, ufunc, method, *inputs, **kwargs):
@@ -84,22 +92,43 @@ def array_ufunc(self, ufunc, method, *inputs, **kwargs):
                 hook(out[0], ufunc)
             return _in_place_result(array_ufunc(self, ufunc, method, *inputs, **kwargs), out[0], name)
         _no_out(name, out)
-    dtype = kwargs.pop("dtype", None)
-    if method == "reduce":
-        axis, keepdims = kwargs.pop("axis", 0), kwargs.pop("keepdims", False)
-    _unsupported_kwargs(name, kwargs, {"casting": "same_kind", "order": "K", "subok": True, "where": True})
     if method == "__call__":
-        builder = UFUNCS.get(ufunc)
-        if builder is None:
-            raise UnsupportedError(f"{name} is not supported on graph tensors; supported ufuncs: "
-                                   f"{', '.join(sorted(_np_name(u) for u in UFUNCS))}")
-        if dtype is not None:
-            inputs = [M.cast(convert(x), dtype) for x in inputs]
-        return builder(*inputs)
-    if method == "reduce" and ufunc in UFUNC_REDUCTIONS:
-        x = convert(inputs[0]) if dtype is None else M.cast(convert(inputs[0]), dtype)
-        return UFUNC_REDUCTIONS[ufunc](x, axis, keepdims)
-    raise UnsupportedError(f"{name}.{method} is not supported on graph tensors")
+        return _ufunc_call(ufunc, name, inputs, kwargs)
+    if method == "at":
+        raise UnsupportedError(f"{name}.at writes into its first argument in place, and graph values are immutable: "
+                               "compute the new value as a tensor (for np.add.at(a, i, v): a = graph.add_at(a, i, v))")
+    method_impl = UFUNC_METHODS.get(method)
+    native = None if method_impl is None else method_impl(ufunc, inputs, kwargs)
+    if native is not None:
+        return native
+    return numpy_call(getattr(ufunc, method), *inputs, **kwargs)
+
+
+def _ufunc_call(ufunc, name, inputs, kwargs):
+    """`ufunc(*inputs)`: its graph op, or numpy's ufunc itself on the values (NumpyCall)."""
+    if kwargs.get("where", True) is not True:
+        raise UnsupportedError(f"{name}(..., where=...) without out= leaves the other elements uninitialized in "
+                               "numpy; use np.where(mask, ufunc(x), other) on graph tensors")
+    builder = UFUNCS.get(ufunc)
+    if builder is None or not _defaults_only(kwargs, _UFUNC_DEFAULTS):
+        return numpy_call(ufunc, *inputs, **kwargs)
+    dtype = kwargs.get("dtype")
+    if dtype is not None:
+        inputs = [M.cast(convert(x), dtype) for x in inputs]
+    return builder(*inputs)
+
+
+_UFUNC_DEFAULTS = {"casting": "same_kind", "order": "K", "subok": True, "where": True, "dtype": None}
+
+
+def _defaults_only(kwargs, defaults) -> bool:
+    """Whether every keyword argument is one of `defaults` with its default value (dtype: any)."""
+    return all(k in defaults and (k == "dtype" or _is_default(v, defaults[k])) for k, v in kwargs.items())
+
+
+def _is_default(value, default) -> bool:
+    return value is default or (isinstance(value, (bool, int, float, str)) and type(value) is type(default)
+                                and value == default)
 
 
 def _in_place_result(result: Tensor, array: np.ndarray, name: str) -> Tensor:
@@ -303,9 +332,12 @@ def round_(a, decimals=0, out=None):
             return a
         scale = 10.0 ** -decimals
         return M.cast(M.mul(M.round(M.truediv(a, scale)), scale), a.dtype)
-    if decimals != 0:
+    if decimals > 0:  # numpy's: x * 10^d, rounded half to even, / 10^d (the reverse for d < 0)
         scale = 10.0 ** decimals
         return M.truediv(M.round(M.mul(a, scale)), scale)
+    if decimals < 0:
+        scale = 10.0 ** -decimals
+        return M.mul(M.round(M.truediv(a, scale)), scale)
     return M.round(a)
 
 
@@ -313,15 +345,11 @@ def _count_nonzero(a, axis=None, *, keepdims=False):
     return R.reduce_sum(M.cast(M.not_equal(a, 0), np.int64), axis, keepdims)
 
 
-def _norm(x, ord=None, axis=None, keepdims=False):
-    if ord not in (None, 2, "fro") or (ord == 2 and (axis is None or not isinstance(axis, int))):
-        raise TypeError(f"np.linalg.norm(ord={ord!r}) is not supported on graph tensors (only the 2-norm / "
-                        "Frobenius norm)")
-    x = convert(x)
-    return M.sqrt(R.reduce_sum(M.square(M.abs(x)), axis, keepdims))
-
-
-def _where(condition, x=None, y=None):
+def _where(condition, x=_MISSING, y=_MISSING):
+    if x is _MISSING and y is _MISSING:  # np.nonzero(condition): how many, only the values tell
+        return numpy_call(np.where, condition)
+    if x is _MISSING or y is _MISSING:
+        raise ValueError("either both or neither of x and y should be given")
     return A.where(condition, x, y)
 
 
@@ -380,9 +408,9 @@ FUNCTIONS = {
     np.ravel: lambda a, order="C": A.reshape(a, [-1]), np.copy: lambda a, order="K", subok=False: convert(a),
     np.swapaxes: _swapaxes, np.moveaxis: _moveaxis, np.outer: _outer,
     np.round: round_, np.around: round_, np.count_nonzero: _count_nonzero,
-    np.linalg.norm: _norm,
     np.pad: _pad, np.einsum: _einsum,
     np.cumsum: cumsum, np.cumprod: cumprod, np.sort: _sorting(L.sort, "np.sort"), np.argsort: argsort,
+    **numpy_arrays.FUNCTIONS, **numpy_linalg.FUNCTIONS, **numpy_stats.FUNCTIONS,
 }
 
 
@@ -486,12 +514,26 @@ def array_function(self, func, types, args, kwargs):
     if _writes_elsewhere(kwargs.get("out")):
         return NotImplemented
     impl = FUNCTIONS.get(func)
-    if impl is None:
-        raise UnsupportedError(f"{_np_name(func)} is not supported on graph tensors; use graph ops, or run the graph "
-                               f"and apply numpy to the result. Supported functions: "
-                               f"{', '.join(sorted({_np_name(f) for f in FUNCTIONS}))}; and the ufuncs "
-                               f"({', '.join(sorted(_np_name(u) for u in UFUNCS))})")
-    return impl(*args, **kwargs)
+    if impl is not None:
+        return impl(*args, **kwargs)
+    qualname, _ = qualified_name(func)
+    if qualname in EFFECTS:
+        raise UnsupportedError(_effect_message(_np_name(func)))
+    if qualname in STATIC_QUERIES:
+        return static_query(func, *args, **kwargs)
+    return numpy_call(func, *args, **kwargs)  # numpy's own function, on the values when the graph runs
+
+
+_WRITES_FILES = ("np.save", "np.savetxt", "np.savez", "np.savez_compressed")
+
+
+def _effect_message(name: str) -> str:
+    if name in _WRITES_FILES:
+        return (f"{name} writes a file when it is called, and a graph tensor has no value until the graph runs: "
+                "run the graph (Session.run, or call the transpile.function) and save its result")
+    return (f"{name} writes into its argument in place, and graph tensors are immutable: compute the new value as "
+            "a tensor (np.where(mask, values, t) for np.putmask / np.place / np.copyto(where=), "
+            "graph.set_item(t, index, values) for np.put / np.put_along_axis / np.fill_diagonal)")
 
 
 def array(self, dtype=None, copy=None):
