@@ -25,6 +25,7 @@ from graph.onnx.lowering import Emitter, ExportError, Scope
 from graph.onnx.numpy_ops import NUMPY_LOWERINGS
 from graph.onnx.ops import LOWERINGS
 from graph.onnx.sequences import TensorArrays
+from graph.onnx.ufunc_ops import UFUNC_LOWERINGS
 from graph.op_registry import get_opdef
 
 # effects an exported model cannot have, left out when asked: prints, asserts, a loop's iteration limit
@@ -46,7 +47,7 @@ class Walk:
         self.root = Scope(None, GraphBuilder(self.names, "main"), None)
         self.inputs = inputs  # id(Placeholder node) -> ONNX input name
         self.drop = frozenset(drop)
-        self.lowerings = {**LOWERINGS, **NUMPY_LOWERINGS, **INDEXING, **TensorArrays(graph).lowerings}
+        self.lowerings = {**LOWERINGS, **NUMPY_LOWERINGS, **UFUNC_LOWERINGS, **INDEXING, **TensorArrays(graph).lowerings}
         self.cond_of: dict[int, object] = {}   # id(cond Merge) -> its CondState
         self.loop_of: dict[int, WhileContext] = {}  # id(loop Merge) -> its loop
         for ctx in _contexts(graph):
