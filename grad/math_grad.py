@@ -14,7 +14,7 @@ from grad.registry import register_gradient
 from graph import shapes as _sh
 from graph.ops import math as m
 from graph.ops.array import concat, expand_dims, reduce_to_shape, reshape, transpose, where
-from graph.ops.conversion import constant
+from graph.ops.conversion import constant, static_value
 from graph.ops.creation import zeros_like
 
 
@@ -38,8 +38,9 @@ def _zeros(g):
 
 
 def _select(mask, g):
-    """g where mask holds, else 0 (broadcast to g's shape)."""
-    return where(mask, g, _zeros(g))
+    """g where mask holds, else 0 (broadcast to g's shape): a scalar zero of g's dtype, which where() broadcasts,
+    instead of an array of zeros made for it (a relu's gradient made one per step)."""
+    return where(mask, g, constant(np.zeros((), g.dtype)))
 
 
 @register_gradient("Identity")
@@ -111,13 +112,21 @@ def _pow_grad(op, g):
     x, y = op.inputs[0], op.inputs[1]
     gx = gy = None
     if op.needs(0):
-        gx = unbroadcast(op, 0, m.mul(g, m.mul(y, m.pow(x, m.sub(y, 1)))))
+        gx = unbroadcast(op, 0, m.mul(g, m.mul(y, _power_less_one(x, y))))
     if op.needs(1):
         positive = m.greater(x, 0)
         safe_x = where(positive, x, m.add(_zeros(x), 1))
         log_x = where(positive, m.log(safe_x), _zeros(x))
         gy = unbroadcast(op, 1, m.mul(g, m.mul(op.outputs[0], log_x)))
     return [gx, gy]
+
+
+def _power_less_one(x, y):
+    """x ** (y - 1); x itself for a constant y of 2 (a square's gradient, 2 x: x ** 1 is x, bit for bit)."""
+    value = static_value(y)
+    if value is not None and value.shape == () and value == 2 and x.dtype == np.result_type(x.dtype, value.dtype):
+        return x
+    return m.pow(x, m.sub(y, 1))
 
 
 @register_gradient("Maximum")

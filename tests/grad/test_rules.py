@@ -153,3 +153,17 @@ def test_scatter_slices_rule():
     from graph.ops.indexing import parse_index, scatter_slices
     first, second = parse_index((slice(None), slice(0, 2)))[0], parse_index((slice(None), slice(1, 3)))[0]
     check_gradients(lambda a, b: scatter_slices([3, 4], [a, b], (first, second)) * 2.0, any_(3, 2), any_(3, 2))
+
+
+def test_square_and_relu_gradients_carry_no_power_or_zeros_array():
+    """d(x**2) is 2 * x (x ** 1 is x, bit for bit) and relu's gradient selects against a scalar zero."""
+    g = graph.Graph()
+    with g.as_default():
+        x = graph.placeholder(np.float64, (3,), name="x")
+        loss = graph.reduce_sum(graph.maximum(x, 0.0) ** 2)
+        first = len(g.nodes)
+        (gx,) = grad.gradients(loss, [x])
+    ops = [n.op for n in g.nodes[first:]]
+    assert "Select" in ops and "Pow" not in ops and "ZerosLike" not in ops, ops
+    np.testing.assert_array_equal(Session(g).run(gx, {x: [-1.0, 0.5, 2.0]}), [0.0, 1.0, 4.0])
+    check_gradients(lambda x: graph.maximum(x, 0.0) ** 2, np.array([-1.0, 0.5, 2.0]))
