@@ -42,6 +42,12 @@ def _static_shape(node, k: int):
     return None if v is None else tuple(int(d) for d in np.asarray(v).reshape(-1))
 
 
+def known_value(t):
+    """t's value when the graph fixes it (a constant, maybe through Switches, Enters and identities) and the run
+    feeds none of the nodes on the way to it; else None."""
+    return None if _fed_on_the_way(t) else static_value(t)
+
+
 def _fed_on_the_way(t) -> bool:
     """Whether the run feeds a node on the path `static_value` follows from `t` to the value it knows."""
     while not is_fed(t.node):
@@ -197,6 +203,11 @@ def _sum_to_shape(node, rt):
     axes = tuple(range(lead)) + tuple(lead + i for i, d in enumerate(target) if d == 1 and x_shape[lead + i] != 1)
     if not axes:
         return sum_to_shape
+
+    if axes == tuple(range(lead)):
+        def sum_leading_axes(x, shape):  # a bias's gradient: the reduction has the target's shape already
+            return _scalar(np.add.reduce(x, axis=axes, dtype=x.dtype))
+        return sum_leading_axes
 
     def sum_to_static_shape(x, shape):
         return _scalar(np.add.reduce(x, axis=axes, dtype=x.dtype, keepdims=True).reshape(target))

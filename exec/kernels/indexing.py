@@ -9,6 +9,7 @@ import operator
 
 import numpy as np
 
+from exec.kernels.array import known_value
 from exec.kernels.registry import kernel
 from graph.ops.indexing import Dyn, Slice
 
@@ -34,6 +35,10 @@ def index_function(items):
     if static:
         key = tuple(slice(it.start, it.stop, it.step) if isinstance(it, Slice) else it for it in items)
         return lambda vals: key
+    if len(items) == 1 and isinstance(items[0], Dyn) and items[0].kind == "scalar":
+        # x[i] (a replay memory's row): the common dynamic key, without a part's call per element
+        pos = items[0].pos
+        return lambda vals: (operator.index(vals[pos]),)
     parts = []
     for it in items:
         if isinstance(it, Slice):
@@ -41,7 +46,10 @@ def index_function(items):
             parts.append(lambda vals, a=start, b=stop, c=step: slice(a(vals), b(vals), c(vals)))
         else:
             parts.append(_part(it))
-    return lambda vals: tuple(p(vals) for p in parts)
+    if len(parts) == 1:
+        (only,) = parts
+        return lambda vals: (only(vals),)
+    return lambda vals: tuple([p(vals) for p in parts])  # a list display: a third of a generator's time
 
 
 def _scalar(out):
@@ -117,10 +125,41 @@ def scatter_add(shape, grad, items, key):
 def _getitem_grad(node, rt):
     items = node.attrs["index"].items
     key_of = index_function(items)
+    rows = _distinct_rows(node, items)
+    if rows is not None:
+        arrays = [it.pos for it in items if isinstance(it, Dyn) and it.kind == "array"]
+
+        def getitem_grad_distinct(grad, shape, *dyn):
+            # x[rows, j] with rows a constant of distinct values picks each element at most once (a Q-value
+            # per row of a batch): an assignment adds what np.add.at would, at a fraction of its cost
+            if all(np.shape(dyn[p]) == rows for p in arrays):
+                grad = np.asarray(grad)
+                out = np.zeros(tuple(np.asarray(shape).tolist()), grad.dtype)
+                out[key_of(dyn)] = grad + out.dtype.type(0)  # 0 + g, as np.add.at gives: -0.0 becomes 0.0
+                return _scalar(out)
+            return scatter_add(shape, grad, items, key_of(dyn))
+        return getitem_grad_distinct
 
     def getitem_grad(grad, shape, *dyn):
         return scatter_add(shape, grad, items, key_of(dyn))
     return getitem_grad
+
+
+def _distinct_rows(node, items) -> tuple | None:
+    """The shape (n,) of the index's arrays when one of them is a constant of n distinct non-negative values the
+    run does not feed and the others are integer arrays, with no masks: then where all of them are of that shape,
+    the index picks n distinct elements. None otherwise."""
+    arrays = [it for it in items if isinstance(it, Dyn) and it.kind != "scalar"]
+    if not arrays or any(it.kind != "array" for it in arrays) or any(
+            node.inputs[2 + it.pos].dtype.kind not in "iu" for it in arrays):
+        return None
+    for it in arrays:
+        value = known_value(node.inputs[2 + it.pos])
+        # non-negative: -1 and n - 1 are one position
+        if value is not None and np.ndim(value) == 1 and np.all(np.asarray(value) >= 0) \
+                and len(np.unique(value)) == len(value):
+            return np.shape(value)
+    return None
 
 
 @kernel("ScatterSlices")

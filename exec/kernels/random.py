@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from exec.kernels.array import known_value
 from exec.kernels.registry import kernel
 
 
@@ -15,9 +16,13 @@ def _uniform(node, rt):
     dtype, seed, key = node.attrs["dtype"], node.attrs["seed"], node.name
     integer = dtype.kind in "iu"
 
+    known = known_value(node.inputs[0])  # a shape the graph fixes: converted once, not per draw
+    fixed = None if known is None else tuple(int(d) for d in np.reshape(known, -1)) or None
+
     def uniform(shape, lo, hi):
         g = rt.rng(key, seed)
-        size = tuple(shape.tolist()) or None  # None: one draw, a scalar (size () costs 3x as much)
+        # None: one draw, a scalar (size () costs 3x as much)
+        size = fixed if known is not None else tuple(shape.tolist()) or None
         if integer:
             return _scalar(g.integers(lo, hi, size=size, dtype=dtype))
         if getattr(lo, "ndim", 0) or getattr(hi, "ndim", 0):

@@ -23,6 +23,7 @@ import numpy as np
 from exec.kernels.indexing import index_function
 from exec.kernels.registry import kernel
 from graph import shapes as _sh
+from graph.ops.indexing import Dyn
 
 
 def _out(value: np.ndarray):
@@ -148,7 +149,40 @@ def _assign_update(node, rt):
             return _update_locked(var, delta, ufunc, scalar_op, counter, fits)
         finally:
             release()
-    return update
+
+    def apply(delta):
+        # the update in place of a delta that fits (an optimizer's step on a weight) written out
+        acquire()
+        try:
+            cur, refs = _references(var)
+            if refs != _SOLE or cur.base is not None:
+                return _update_locked(var, delta, ufunc, scalar_op, counter, fits)
+            cur.setflags(write=True)
+            try:
+                ufunc(cur, delta, out=cur, casting="unsafe")
+            finally:
+                cur.setflags(write=False)
+            return _out(cur)
+        finally:
+            release()
+
+    def count(delta):
+        # a counter's update in place written out (an agent's step counts several): numpy's scalar arithmetic,
+        # stored with the unsafe cast that out= makes
+        acquire()
+        try:
+            cur, refs = _references(var)
+            if refs != _SOLE or cur.base is not None:
+                return _update_locked(var, delta, ufunc, scalar_op, counter, fits)
+            cur.setflags(write=True)
+            try:
+                cur[()] = scalar_op(cur[()], delta)
+            finally:
+                cur.setflags(write=False)
+            return cur[()]
+        finally:
+            release()
+    return count if counter else apply if fits else update
 
 
 def _update_locked(var, delta, ufunc, scalar_op, counter: bool, fits: bool):
@@ -171,21 +205,46 @@ def _assign_item(node, rt):
     key_of = index_function(node.attrs["index"].items)
     acquire, release = var.update_lock.acquire, var.update_lock.release
 
+    items = node.attrs["index"].items
+    if len(items) == 1 and isinstance(items[0], Dyn) and items[0].kind == "scalar" and var.shape:
+        def assign_row(value, i):  # v[i] = value: a replay memory's row, the common case
+            key = operator.index(i)
+            acquire()
+            try:
+                cur, refs = _references(var)
+                if refs != _SOLE or cur.base is not None:
+                    return _assign_item_copy(var, key, value)
+                cur.setflags(write=True)
+                try:
+                    cur[key] = value
+                finally:
+                    cur.setflags(write=False)
+                return cur
+            finally:
+                release()
+        return assign_row
+
     def assign_item(value, *dyn):
+        # _update_in_place written out: a replay memory takes several of these writes per step, and the
+        # calls and closure around the write cost as much as the write itself
+        key = key_of(dyn)
         acquire()
         try:
-            return _assign_item_locked(var, key_of(dyn), value)
+            cur, refs = _references(var)
+            if refs != _SOLE or cur.base is not None:
+                return _assign_item_copy(var, key, value)
+            cur.setflags(write=True)
+            try:
+                cur[key] = value
+            finally:
+                cur.setflags(write=False)
+            return _out(cur)
         finally:
             release()
     return assign_item
 
 
-def _assign_item_locked(var, key, value):
-    def write(cur):
-        cur[key] = value
-    done = _update_in_place(var, write)
-    if done is not None:
-        return done
+def _assign_item_copy(var, key, value):
     new = np.array(var.value, copy=True)
     new[key] = value
     return _store(var, new)

@@ -37,3 +37,24 @@ def test_scatter_add_matches_flat_position_oracle(shape, key):
     items = spec.items
     got = scatter_add(np.array(shape), grad, items, index_function(items)(tuple(dyn_values)))
     np.testing.assert_array_equal(got, want.reshape(shape))
+
+
+@pytest.mark.parametrize("rows", [np.arange(5), np.array([4, 0, 2, 1, 3]), np.array([0, 0, 1, 2, 3]), np.array([0, 1, 2, 3, -5])])
+@pytest.mark.parametrize("mode", ["compiled", "dataflow"])
+def test_gradient_of_a_pick_per_row_equals_the_scatter_add(rows, mode):
+    """x[rows, j] with rows a constant: distinct rows (a Q-value per row) assign the gradient instead of adding
+    it with np.add.at; repeated rows still accumulate. Negative zeros come out as np.add.at gives them."""
+    import grad
+    import graph as G
+    from exec import Session
+    g = G.Graph()
+    with g.as_default():
+        x = G.placeholder(np.float32, (5, 3), name="x")
+        j = G.placeholder(np.int64, (5,), name="j")
+        w = G.placeholder(np.float32, (5,), name="w")
+        (gx,) = grad.gradients(G.reduce_sum(x[G.constant(rows), j] * w), [x])
+    feeds = {x: np.ones((5, 3), np.float32), j: np.array([2, 0, 1, 1, 2]), w: np.array([-0.0, 1, 2, 3, 4], np.float32)}
+    want = np.zeros((5, 3), np.float32)
+    np.add.at(want, (rows, feeds[j]), feeds[w] * np.float32(1))
+    got = Session(g, mode=mode).run(gx, feeds)
+    assert got.tobytes() == want.tobytes()
