@@ -1,6 +1,6 @@
 """LSTM training step: our in-graph while loop against static unrolling, numpy, torch and JAX, same run.
 
-Model (the peers' workload, /work/shared/peers/lstm.py; float32):
+Model (the peers' LSTM workload; float32):
     z_t = x_t @ Wx + h_{t-1} @ Wh + b ;  i, f, g, o = split(z_t, 4)
     c_t = sigmoid(f) * c_{t-1} + sigmoid(i) * tanh(g) ;  h_t = sigmoid(o) * tanh(c_t)
     loss = mean((stack_t h_t - Y)^2) ;  gradient wrt (Wx, Wh, b) ;  SGD, lr 0.1
