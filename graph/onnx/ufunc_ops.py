@@ -44,7 +44,8 @@ def log1p(em: Emitter, x: str) -> str:
     dtype = em.out_dtype
     u = em("Add", x, em.const(1, dtype))
     d = em("Sub", u, em.const(1, dtype))
-    return em("Where", em("Equal", d, em.const(0, dtype)), x, em("Div", em("Mul", x, em("Log", u)), d))
+    exact = em("Where", em("IsInf", x, detect_negative=0), x, em("Div", em("Mul", x, em("Log", u)), d))  # inf/inf
+    return em("Where", em("Equal", d, em.const(0, dtype)), x, exact)
 
 
 def expm1(em: Emitter, x: str) -> str:

@@ -28,6 +28,18 @@ from graph.ops.axes import normalize_axis
 from graph.ops.conversion import convert, convert_pair
 from graph.ops.numpy_call import EFFECTS, STATIC_QUERIES, numpy_call, qualified_name, static_query
 
+
+def _same_values(ufunc):
+    """np.positive, and np.conjugate of real values: x itself, in numpy's dtype for it (a TypeError where numpy
+    has none: np.positive of bools); np.conjugate of complex values is numpy's."""
+    def impl(x):
+        x = convert(x)
+        if x.dtype.kind == "c":
+            return numpy_call(ufunc, x)
+        return M.cast(x, M._ufunc_dtype(ufunc, x.dtype))
+    return impl
+
+
 UFUNCS = {
     np.add: M.add, np.subtract: M.sub, np.multiply: M.mul, np.true_divide: M.truediv,
     np.floor_divide: M.floordiv, np.remainder: M.mod, np.power: M.pow, np.maximum: M.maximum,
@@ -35,13 +47,13 @@ UFUNCS = {
     np.less: M.less, np.less_equal: M.less_equal, np.greater: M.greater, np.greater_equal: M.greater_equal,
     np.logical_and: M.logical_and, np.logical_or: M.logical_or, np.logical_xor: M.logical_xor,
     np.bitwise_and: M.bitwise_and, np.bitwise_or: M.bitwise_or, np.bitwise_xor: M.bitwise_xor,
-    np.negative: M.neg, np.positive: convert, np.absolute: M.abs, np.exp: M.exp,
+    np.negative: M.neg, np.positive: _same_values(np.positive), np.absolute: M.abs, np.exp: M.exp,
     np.log: M.log, np.sqrt: M.sqrt, np.square: M.square, np.tanh: M.tanh, np.sign: M.sign,
     np.floor: M.floor, np.ceil: M.ceil, np.rint: M.round, np.sin: M.sin, np.cos: M.cos,
     np.log1p: M.log1p, np.expm1: M.expm1, np.reciprocal: M.reciprocal, np.logical_not: M.logical_not,
     np.invert: M.invert, np.isnan: M.isnan, np.isfinite: M.isfinite, np.matmul: M.matmul,
     **U.UFUNCS, **numpy_linalg.UFUNCS,
-    np.conjugate: lambda x: convert(x) if convert(x).dtype.kind != "c" else numpy_call(np.conjugate, x),
+    np.conjugate: _same_values(np.conjugate),
     np.divmod: lambda a, b: (M.floordiv(a, b), M.mod(a, b)),
 }
 # ufunc methods as graph ops where they are one (else NumpyCall): impl(ufunc, inputs, kwargs) -> tensor or None
@@ -327,6 +339,9 @@ def round_(a, decimals=0, out=None):
     """`np.round(a, decimals)`: numpy's rounding (half to even), integers kept integral."""
     _no_out("np.round", out)
     a = convert(a)
+    if a.dtype.kind == "b" and decimals != 0:
+        raise TypeError(f"np.round of booleans with decimals={decimals}: numpy cannot cast the scaled result back to "
+                        "bool; round a numeric array (t.astype(float))")
     if a.dtype.kind in "iu":  # numpy keeps integers: unchanged, or rounded to tens, hundreds, ...
         if decimals >= 0:
             return a

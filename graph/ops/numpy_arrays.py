@@ -112,6 +112,8 @@ def diff(a, n=1, axis=-1, prepend=_NO_VALUE, append=_NO_VALUE):
         return None
     if n < 0:
         raise ValueError(f"order must be non-negative but got {n!r}")
+    if n == 0:
+        return t
     if t.ndim == 0:
         raise ValueError("diff requires input that is at least one dimensional")
     axis = normalize_axis(axis, t.shape)
@@ -230,6 +232,7 @@ def repeat(a, repeats, axis=None):
         t, axis = A.reshape(t, [-1]), 0
     axis = normalize_axis(axis, t.shape)
     counts = np.asarray(repeats)
+    counts = counts.astype(np.intp) if counts.size == 0 else counts  # [] is numpy's empty list of counts
     if counts.ndim == 0 or counts.size == 1:
         r = int(counts.reshape(()))
         if r < 0:

@@ -12,8 +12,8 @@ calling the function on small example arrays of the inputs' dtypes and shapes:
   (identity matrices, small distinct numbers, zeros); an output dimension that differs between them
   depends on the values (np.unique, np.nonzero) and is unknown, as every dimension of the functions
   in DATA_DEPENDENT is;
-- other inputs: unknown dimensions (and ranks) are filled in twice, differently; the outputs' ranks are
-  kept where both agree and their dimensions are unknown.
+- other inputs: unknown dimensions (and ranks) are filled in three ways (sizes 1, 2 and 3); the outputs'
+  ranks are kept where all agree, and their dimensions are unknown.
 
 A function whose result dtype depends on the values (np.linalg.eig of a real matrix is real or complex)
 is refused unless its inputs are complex, and the kernel checks every result against the inferred dtype
@@ -245,13 +245,13 @@ def _example(dtype, shape, fill_kind: str) -> np.ndarray:
 
 def _example_shapes(tensors: list[Tensor]) -> tuple[bool, list[list[tuple]]]:
     """(exact, one list of input shapes per variant): the inputs' own shapes when all are known and small,
-    else unknown dimensions (and ranks) filled in twice, differently."""
+    else unknown dimensions (and ranks) filled in three ways."""
     shapes = [t.shape for t in tensors]
     if all(s is not None and _sh.is_fully_defined(s) for s in shapes) \
             and sum(math.prod(s) for s in shapes) <= _EXAMPLE_ELEMENTS:
         return True, [[tuple(s) for s in shapes]]
     variants = []
-    for size, rank in ((2, 1), (3, 2)):
+    for size, rank in ((1, 1), (2, 1), (3, 2)):  # sizes of 1 too: numpy squeezes them (np.cov of one variable)
         variants.append([(size,) * rank if s is None else
                          tuple(size if d is None or math.prod(x or 1 for x in s) > _EXAMPLE_ELEMENTS else d
                                for d in s) for s in shapes])

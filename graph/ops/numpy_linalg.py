@@ -57,9 +57,9 @@ def tensordot(a, b, axes=2):
             raise ValueError("shape-mismatch for sum")
     rest_a = [k for k in range(a.ndim) if k not in axes_a]
     rest_b = [k for k in range(b.ndim) if k not in axes_b]
-    summed = _prod(dim(a, i) for i in axes_a)
-    at = A.reshape(A.transpose(a, rest_a + axes_a), [_prod(dim(a, i) for i in rest_a), summed])
-    bt = A.reshape(A.transpose(b, axes_b + rest_b), [summed, _prod(dim(b, i) for i in rest_b)])
+    # each operand's own summed size: the matrix product checks they agree where the sizes are known only then
+    at = A.reshape(A.transpose(a, rest_a + axes_a), [_prod(dim(a, i) for i in rest_a), _prod(dim(a, i) for i in axes_a)])
+    bt = A.reshape(A.transpose(b, axes_b + rest_b), [_prod(dim(b, i) for i in axes_b), _prod(dim(b, i) for i in rest_b)])
     return A.reshape(M.matmul(at, bt), [dim(a, i) for i in rest_a] + [dim(b, i) for i in rest_b])
 
 
@@ -245,7 +245,8 @@ def _vecdot(x1, x2, /, *, axis=-1, **kwargs):
     a, b = convert_pair(x1, x2)
     if not _real(a, b) or kwargs:
         return numpy_call(np.vecdot, x1, x2, axis=axis, **kwargs)
-    return R.reduce_sum(M.mul(a, b), axis)
+    # numpy sums in the operands' dtype (int8 wraps, bools are `any`): the wider sum cast back is the same
+    return M.cast(R.reduce_sum(M.mul(a, b), axis), M._ufunc_dtype(np.vecdot, a.dtype, b.dtype))
 
 
 def _linalg_trace(x, /, *, offset=0, dtype=None):

@@ -277,13 +277,12 @@ def cov(m, y=None, rowvar=True, bias=False, ddof=None, fweights=None, aweights=N
                                                            for t in ts) or not static_ints(ddof or 0):
         return None
     dtype = np.result_type(*(t.dtype for t in ts), np.float64) if dtype is None else np.dtype(dtype)
-    rows = [_rows(t, rowvar, dtype) for t in ts]
-    if any(r is None for r in rows):
-        return None
+    rows = [_rows(t, not rowvar and (k == 0 and t.ndim != 1 or k == 1 and t.ndim == 2 and t.shape[0] != 1), dtype)
+            for k, t in enumerate(ts)]
     x = A.concat(rows, 0) if len(rows) > 1 else rows[0]
     n = x.shape[1]
-    if x.shape[0] is None or n is None:
-        return None
+    if not x.shape[0] or n is None or (y is not None and ts[1].ndim == 2 and ts[1].shape[0] is None and not rowvar):
+        return None  # no variables (numpy's empty result), or a transpose that depends on an unknown size
     ddof = (0 if bias else 1) if ddof is None else ddof
     fact = max(n - ddof, 0.0)
     centred = M.sub(x, A.expand_dims(R.reduce_mean(x, 1), 1))
@@ -293,19 +292,17 @@ def cov(m, y=None, rowvar=True, bias=False, ddof=None, fweights=None, aweights=N
     return A.reshape(c, []) if x.shape[0] == 1 else c
 
 
-def _rows(x, rowvar: bool, dtype):
-    """np.cov's X: at least 2-D, variables as rows (transposed unless rowvar or a single row), in `dtype`."""
+def _rows(x, transpose: bool, dtype):
+    """np.cov's X: at least 2-D (a vector is one row), transposed where numpy transposes it, in `dtype`."""
     x = M.cast(A.reshape(x, [1, -1]) if x.ndim < 2 else x, dtype)
-    if rowvar or x.shape[0] == 1:
-        return x
-    return None if x.shape[0] is None else A.transpose(x)
+    return A.transpose(x) if transpose else x
 
 
 @numpy_fallback(np.corrcoef)
 def corrcoef(x, y=None, rowvar=True, *, dtype=None):
     c = cov(x, y, rowvar, dtype=dtype)
-    if c is None:
-        return None
+    if c.ndim not in (0, 2):
+        return None  # numpy's cov ran (a size unknown): its rank is numpy's to decide
     if c.ndim == 0:
         return M.truediv(c, c)
     stddev = M.sqrt(diagonal(c))
@@ -439,7 +436,7 @@ def _of_real(fn, np_func):
 
 
 def _angle(t, deg=False):
-    a = M.atan2(_zero(t.dtype), t)
+    a = M.atan2(0, t)  # numpy: arctan2(0, z), a weak Python 0
     return M.mul(a, 180 / math.pi) if deg else a
 
 

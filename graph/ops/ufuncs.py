@@ -14,7 +14,7 @@ from graph.ops import along_axis as _along
 from graph.ops import array as _array
 from graph.ops import math as _math
 from graph.ops import reduce as _reduce
-from graph.ops.conversion import convert
+from graph.ops.conversion import constant, convert
 
 # op name -> numpy ufunc (its kernel, and its dtype inference)
 UNARY = {
@@ -38,6 +38,17 @@ for _name, _uf in BINARY.items():
     register_op(_name, _math._binary_infer(_uf), differentiable=_name not in NON_DIFFERENTIABLE)
 
 BUILDERS = {op: _math._unary(op) for op in UNARY} | {op: _math._binary(op) for op in BINARY}
+
+
+def _ldexp(x, n, name: str | None = None):
+    """`np.ldexp(x, n)`: a Python int exponent stays an integer (numpy's loops take float and int), not x's dtype."""
+    if isinstance(n, (int, np.integer)) and not isinstance(n, bool):
+        n = constant(np.int64(n))
+    return BUILDERS_OF_OPS["Ldexp"](x, n, name=name)
+
+
+BUILDERS_OF_OPS = dict(BUILDERS)
+BUILDERS["Ldexp"] = _ldexp
 # numpy ufunc -> its graph builder (np.degrees and np.radians are rad2deg and deg2rad under other names)
 UFUNCS = {uf: BUILDERS[op] for op, uf in (UNARY | BINARY).items()}
 UFUNCS.update({np.degrees: BUILDERS["Rad2Deg"], np.radians: BUILDERS["Deg2Rad"]})
@@ -46,19 +57,15 @@ UFUNCS.update({np.degrees: BUILDERS["Rad2Deg"], np.radians: BUILDERS["Deg2Rad"]}
 # --------------------------------------------------------------------------- ufunc methods
 
 def ufunc_accumulate(ufunc, inputs, kwargs):
-    """`np.add.accumulate` and `np.multiply.accumulate` as cumsum / cumprod in the input's dtype (numpy's
-    accumulate keeps it, where np.cumsum widens small integers); None for what NumpyCall computes instead."""
+    """`np.add.accumulate` and `np.multiply.accumulate` as cumsum / cumprod (numpy widens small integers and bools
+    there as in np.cumsum); None for what NumpyCall computes instead."""
     builder = {np.add: _along.cumsum, np.multiply: _along.cumprod}.get(ufunc)
     if builder is None or len(inputs) != 1 or not set(kwargs) <= {"axis", "dtype"}:
-        return None
-    x = convert(inputs[0])
-    dtype = kwargs.get("dtype")
-    if dtype is None and x.dtype.kind == "b":  # numpy's bool accumulate is a logical or / and
         return None
     axis = kwargs.get("axis", 0)
     if axis is None:
         return None
-    return builder(x, axis, x.dtype if dtype is None else dtype)
+    return builder(convert(inputs[0]), axis, kwargs.get("dtype"))
 
 
 def ufunc_outer(builder, inputs, kwargs):
