@@ -120,7 +120,9 @@ class Tensor:
 
     def __float__(self):
         raise SymbolicValueError(f"float() of {self._typed()}: its value is only known when the graph runs. "
-                                 "Use graph.cast(t, np.float64)")
+                                 "Use graph.cast(t, np.float64). Python's math functions (math.exp(t), math.sqrt(t), "
+                                 "...) call float() on their argument: use numpy's (np.exp(t)), which build graph "
+                                 "ops; in a @transpile.function, math.exp(t) itself works")
 
     def __int__(self):
         raise SymbolicValueError(f"int() of {self._typed()}: its value is only known when the graph runs. "

@@ -12,6 +12,7 @@ from exec.kernels import (  # noqa: F401  (they register)
     math,
     nn,
     numpy_call,
+    python_math,
     random,
     reduce,
     stack,

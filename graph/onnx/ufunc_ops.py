@@ -268,6 +268,12 @@ def _heaviside(em: Emitter, node: Node, ins: list) -> list:
     return [em("Where", em("IsNaN", x), x, step)]
 
 
+@_lowering("PythonRound")
+def _python_round(em: Emitter, node: Node, ins: list) -> list:
+    raise em.fail("round(x, n) of a Python float rounds the decimal value correctly, as Python does; ONNX's Round "
+                  "rounds to integers alone: use np.round(x, n) (numpy's scaled rounding) to export it")
+
+
 @_lowering("Gcd", "Lcm", "LeftShift", "RightShift")
 def _no_operator(em: Emitter, node: Node, ins: list) -> list:
     raise em.fail(f"ONNX has no operator for numpy's {node.op.lower()} of {em.out_dtype} (BitShift shifts unsigned "

@@ -123,6 +123,12 @@ def convert_pair(a, b) -> tuple[Tensor, Tensor]:
     return a, b
 
 
+def python_number_type(t: Tensor):
+    """The Python number type (bool, int, float) that tensor `t` stands for in a traced program
+    (WEAK_TYPE_HOOKS), or None."""
+    return _weak_type(t)
+
+
 def _weak_type(t: Tensor):
     for hook in WEAK_TYPE_HOOKS:
         kind = hook(t)

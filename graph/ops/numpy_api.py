@@ -19,7 +19,7 @@ from graph.ops import einsum as E
 from graph.ops import indexing as I
 from graph.ops import math as M
 from graph.ops import nn as N
-from graph.ops import numpy_arrays, numpy_linalg, numpy_stats
+from graph.ops import numpy_arrays, numpy_linalg, numpy_stats, python_math
 from graph.ops import padding as P
 from graph.ops import reduce as R
 from graph.ops import shape_ops as S
@@ -484,8 +484,11 @@ CONSTRUCTORS = {
 
 def constructor_call(func, args, kwargs):
     """`func(*args, **kwargs)` as graph ops where numpy's dispatch cannot route the call to the graph by
-    itself (NotImplemented elsewhere): a numpy constructor given a tensor (`np.zeros(n)`), or a numpy
-    function whose array argument is a list or tuple holding tensors (`np.sum([a, b])`)."""
+    itself (NotImplemented elsewhere): a numpy constructor given a tensor (`np.zeros(n)`), a numpy
+    function whose array argument is a list or tuple holding tensors (`np.sum([a, b])`), or a function of
+    Python's math module given a graph scalar (`math.exp(t)`, graph/ops/python_math.py)."""
+    if func in python_math.RESULT_TYPES:  # math.exp(t): math's functions call float() on their arguments
+        return python_math.math_call(func, args, kwargs)
     impl = CONSTRUCTORS.get(func)
     if impl is None:
         return list_call(func, args, kwargs)

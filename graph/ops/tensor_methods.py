@@ -7,6 +7,8 @@ identity so tensors remain usable as dict keys (e.g. in feed_dict).
 """
 from __future__ import annotations
 
+import numpy as _np
+
 from graph import shapes as _sh
 from graph.errors import SymbolicIndexError, SymbolicValueError
 from graph.node import Tensor
@@ -15,9 +17,10 @@ from graph.ops import indexing as _indexing
 from graph.ops import math as _math
 from graph.ops import nn as _nn
 from graph.ops import numpy_api as _numpy_api
+from graph.ops import python_math as _python_math
 from graph.ops import reduce as _reduce
 from graph.ops import shape_ops as _shape_ops
-from graph.ops.conversion import convert, convert_pair
+from graph.ops.conversion import convert, convert_pair, python_number_type
 
 
 def _forward(fn):
@@ -149,6 +152,57 @@ def _round(self, decimals=0, out=None):
     return _numpy_api.round_(self, decimals, out)
 
 
+def _round_builtin(self, ndigits=None):
+    """`round(t)` and `round(t, n)` of a graph scalar: an int64 for `round(t)` (half to even, as Python and numpy),
+    and to n decimals as the number t stands for rounds: a Python float as Python does (correctly: round(1.85, 1)
+    is 1.9), a numpy scalar as numpy does (scaled: np.round(1.85, 1) is 1.8). numpy's arrays define no round(),
+    and nor does a tensor of rank >= 1."""
+    x = convert(self)
+    if x.ndim:
+        raise TypeError(f"round() of {x._typed()}: numpy arrays do not define round(); use np.round(t, decimals)")
+    if ndigits is None:
+        return _math.cast(_numpy_api.round_(x), _np.int64) if x.dtype.kind == "f" else x
+    if x.dtype.kind == "f" and python_number_type(x) is float:
+        return _python_math.python_round(x, ndigits)
+    return _numpy_api.round_(x, ndigits)
+
+
+def _item(self, *args):
+    """`t.item()`: the one element of t as a graph scalar (its value exists only when the graph runs);
+    `t.item(i)` the element at flat index i, `t.item(i, j)` at index (i, j)."""
+    x = convert(self)
+    if len(args) > 1:
+        return _indexing.getitem(x, tuple(args))
+    if args:
+        return _indexing.getitem(_array.reshape(x, [-1]), args[0])
+    n = _sh.num_elements(x.shape)
+    if n is not None and n != 1:
+        raise ValueError(f"t.item() of {x._typed()}: can only convert an array of size 1 to a scalar (as numpy)")
+    return x if x.shape == () else _array.reshape(x, [])
+
+
+_TOLIST_LIMIT = 64
+
+
+def _tolist(self):
+    """`t.tolist()`: nested Python lists of graph scalars, for a tensor of known and small shape; a 0-d
+    tensor gives itself (numpy gives the Python number). Other tensors: a clear error."""
+    x = convert(self)
+    n = _sh.num_elements(x.shape)
+    if n is None or n > _TOLIST_LIMIT:
+        raise SymbolicValueError(
+            f"t.tolist() of {x._typed()}: a Python list of its elements needs their number when the graph is built "
+            f"(a known shape of at most {_TOLIST_LIMIT} elements). Index the tensor (t[i]), use graph.unstack or "
+            "np.split, or run the graph and call .tolist() on the value it returns")
+    return _nested_items(x, ())
+
+
+def _nested_items(x, index):
+    if len(index) == len(x.shape):
+        return _indexing.getitem(x, index) if index else x
+    return [_nested_items(x, (*index, i)) for i in range(x.shape[len(index)])]
+
+
 def _dot(self, other):
     return _numpy_api.dot(self, other)
 
@@ -195,6 +249,7 @@ OPERATORS = {
     "__neg__": lambda self: _math.neg(self), "__pos__": lambda self: convert(self),
     "__abs__": lambda self: _math.abs(self), "__invert__": _invert,
     "__getitem__": lambda self, key: _indexing.getitem(self, key), "__setitem__": _setitem,
+    "__round__": _round_builtin,
 }
 
 METHODS = {
@@ -210,7 +265,7 @@ METHODS = {
     "argmax": _arg_method(_reduce.argmax), "argmin": _arg_method(_reduce.argmin),
     "var": _var, "std": _std,
     "dot": _dot, "clip": _clip, "round": _round,
-    "copy": lambda self: convert(self),
+    "copy": lambda self: convert(self), "item": _item, "tolist": _tolist,
     # what np.cumsum(t) etc. build (graph.ops.numpy_api); `sort` is left out: ndarray.sort sorts in place
     "cumsum": _numpy_api.cumsum, "cumprod": _numpy_api.cumprod, "argsort": _numpy_api.argsort,
 }
