@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import builtins
 import inspect
+import math
 import os
 import sys
 import sysconfig
@@ -39,6 +40,12 @@ NUMPY_OF_ARRAYS = frozenset({"sum", "mean", "prod", "max", "min", "amax", "amin"
 # that each run draws anew.
 NUMPY_RANDOM = frozenset({"rand", "randn", "random", "random_sample", "ranf", "sample", "uniform", "normal",
                           "standard_normal", "exponential", "randint", "choice"})
+# Python's math functions: math calls float() on its argument, which a graph tensor cannot give, so `ag.call` builds
+# numpy's function of a graph scalar instead (graph/ops/python_math.py), standing for the Python number math gives.
+MATH_FUNCTIONS = frozenset({"exp", "expm1", "exp2", "log", "log1p", "log2", "log10", "sqrt", "cbrt", "sin", "cos",
+                            "tan", "asin", "acos", "atan", "atan2", "sinh", "cosh", "tanh", "asinh", "acosh", "atanh",
+                            "fabs", "degrees", "radians", "hypot", "copysign", "fmod", "pow", "floor", "ceil", "trunc",
+                            "isnan", "isinf", "isfinite", "isclose"})
 # Method names of arrays: `x.sum()` on a local is almost always a tensor method, left alone.
 _ARRAY_METHODS = frozenset(n for n in dir(np.ndarray) if not n.startswith("_")) | {"numpy", "read", "write",
                                                                                   "stack", "unstack", "gather",
@@ -225,7 +232,8 @@ class CallTrees(Converter):
                     or (name in NUMPY_CONSTRUCTORS and getattr(np, name, None) is value) \
                     or (name in NUMPY_OF_ARRAYS and getattr(np, name, None) is value and node.args
                         and isinstance(node.args[0], (gast.List, gast.Tuple))) \
-                    or (name in NUMPY_RANDOM and getattr(np.random, name, None) is value):
+                    or (name in NUMPY_RANDOM and getattr(np.random, name, None) is value) \
+                    or (name in MATH_FUNCTIONS and getattr(math, name, None) is value):
                 return A.locate(self.ctx.ag_call("call", [func] + list(node.args), node.keywords), node)
             if is_library_object(value) or isinstance(value, type):
                 return node

@@ -26,6 +26,7 @@ from transpile.operators.conditionals import if_exp, if_stmt
 from transpile.operators.data_structures import TensorList, list_append, set_attribute_item, set_item
 from transpile.operators.formatting import fmt, format_, format_method, fstr, join, percent, repr_, str_
 from transpile.operators.iterables import enumerate_, range_, zip_
+from transpile.operators.leaves import mark_weak_type
 from transpile.operators.list_items import append_at
 from transpile.operators.logical import and_, not_, or_
 from transpile.operators.loops import for_stmt, while_stmt
@@ -153,8 +154,10 @@ def call(f, *args, **kwargs):
     draw = _random_draw(f)
     if draw is not None:  # np.random.rand(3) while a graph is traced: drawn when the graph runs
         return draw(*args, **kwargs)
-    built = graph.ops.numpy_api.constructor_call(f, args, kwargs)  # np.zeros(n), np.float32(t), ...
+    built = graph.ops.numpy_api.constructor_call(f, args, kwargs)  # np.zeros(n), np.float32(t), math.exp(t)...
     if built is not NotImplemented:
+        if f in graph.ops.python_math.RESULT_TYPES:  # math.exp(t) stands for the Python float math gives
+            mark_weak_type(built, graph.ops.python_math.RESULT_TYPES[f])
         return new_array(f, built, args)
     if f in NEW_ARRAY_FUNCTIONS:  # np.zeros(3), np.copy(x): arrays the function may write in place
         return new_array(f, f(*args, **kwargs), args)

@@ -47,7 +47,7 @@ def weak_type(x):
 
 # elementwise ops whose result is a Python number when their operands are (`s * 0.5`, `min(s, 1.0)`)
 _NUMBER_OPS = frozenset({"Add", "AddV2", "Sub", "Mul", "RealDiv", "Div", "FloorDiv", "FloorMod", "Mod", "Pow",
-                         "Maximum", "Minimum", "Neg", "Abs", "Identity"})
+                         "Maximum", "Minimum", "Neg", "Abs", "Identity", "PythonRound"})
 
 
 def _tensor_weak_type(t: Tensor, marked: dict, budget: int):
