@@ -23,10 +23,10 @@ from graph import nest
 from graph.logs import get_logger
 from graph.node import Tensor
 from graph.saving import Output, Signature, load_saved
-from transpile import captured_state, fast_calls, operators, signatures
-from transpile.operators.data_structures import ListOutput
+from transpile import captured_state, conversion, fast_calls, operators, signatures
 from transpile.operators.leaves import mark_weak_type
 from transpile.operators.loop_options import memory_policy_options
+from transpile.operators.outputs import Finished, NumberOutput, output_value
 from transpile.operators.trace_state import trace_state
 
 logger = get_logger(__name__)
@@ -155,7 +155,7 @@ class _Trace:
     placeholders: list          # per parameter: list of placeholder tensors (None for fixed leaves)
     output_structure: object
     fetch_index: list           # per output leaf: index into fetches, or None (a Python value)
-                                # (constants holds a fetched leaf's ListOutput: the list it is made into)
+                                # (constants holds a fetched leaf's ListOutput or NumberOutput: what it is made)
     fetches: list
     constants: list             # per output leaf: the Python value when not fetched
     effects: object             # the graph's final effect node (run even when not returned), or None
@@ -520,9 +520,9 @@ class Function:
                 leaves = nest.flatten(out) if isinstance(out, (list, tuple, dict)) else [out]
                 fetches, fetch_index, constants = [], [], []
                 for leaf in leaves:
-                    if isinstance(leaf, ListOutput):  # fetched, and made a Python list after each run
+                    if isinstance(leaf, Finished):  # fetched, and made a Python list or number after each run
                         fetch_index.append(len(fetches))
-                        fetches.append(leaf.items)
+                        fetches.append(leaf.tensor)
                         constants.append(leaf)
                     elif isinstance(leaf, Tensor) or getattr(leaf, "is_variable", False):
                         fetch_index.append(len(fetches))
@@ -747,7 +747,7 @@ def _graph_key_error(e: KeyError) -> Exception:
 
 def _finish_outputs(out):
     """Return values as the caller gets them: stacked lists, checked maybe-undefined values."""
-    leaf = captured_state.output_value
+    leaf = output_value
 
     def walk(v):
         if isinstance(v, dict):
@@ -786,7 +786,7 @@ def _saved_signature(trace: _Trace, name: str) -> Signature:
     """What a saved trace computes: its placeholders (the arguments that are graph inputs, in order),
     its fetched results, how they nest (Python values the function returns kept as they are)."""
     inputs = [ph for phs in trace.placeholders for ph in phs if ph is not None]
-    leaves = [c if i is None else Output(i) if c is None else Output(i, c.kind)
+    leaves = [c if i is None else Output(i) if c is None else Output(i, c.kind, isinstance(c, NumberOutput))
               for i, c in zip(trace.fetch_index, trace.constants, strict=True)]
     out = trace.output_structure
     structure = nest.pack_as(out, leaves) if isinstance(out, (list, tuple, dict)) else leaves[0]

@@ -291,7 +291,7 @@ def build(template, results, fed):
         return template[1]
     if kind == "fetch":
         return results[template[1]]
-    if kind == "fetch_list":
+    if kind == "fetch_finished":   # a list or Python number made of the fetched value
         return template[2].finish(results[template[1]])
     if kind == "capture":
         return fed[template[1]]

@@ -47,7 +47,7 @@ from transpile.captured_inputs import (
     is_number,
 )
 from transpile.converters.call_trees import LIBRARY_ROOTS, is_library_object
-from transpile.operators.data_structures import ListOutput, list_output
+from transpile.operators.outputs import Finished, output_value
 from transpile.sources import (
     ArgumentSource,
     AttrSource,
@@ -73,27 +73,6 @@ DYNAMIC = "dynamic"
 def _input_name(source: Source) -> str:
     """A placeholder name for what is read from `source`."""
     return "".join(c if c.isalnum() else "_" for c in source.describe()).strip("_") or "captured"
-
-
-def output_value(v):
-    """A value as a trace returns it: lists that graph control flow built as ListOutputs, read
-    maybe-defined values, the contents of arrays."""
-    if isinstance(v, operators.MaybeDefined):
-        v = v.read()
-    if isinstance(v, operators.MutableArray):
-        return v.value
-    as_list = list_output(v)
-    if as_list is not None:
-        return as_list
-    if isinstance(v, operators.TensorList):
-        return operators.stacked_list(v)
-    if isinstance(v, graph.TensorArray):
-        return v.stack()
-    if isinstance(v, operators.GraphRange):
-        return graph.convert(v)
-    if isinstance(v, operators.Undefined):
-        raise v.error()
-    return v
 
 
 _GLOBAL_NAMES: dict = {}  # code object -> the names it may read as globals (code objects never change)
@@ -379,7 +358,7 @@ class StateCapture:
 
 
 def _renumber(template, index: dict):
-    if template is None or template[0] in ("const", "fetch", "fetch_list"):
+    if template is None or template[0] in ("const", "fetch", "fetch_finished"):
         return template
     if template[0] == "capture":
         return ("capture", index[template[1]])
@@ -405,10 +384,10 @@ class _Templates:
             self.referenced.add(self.captured[id(value)])
             return ("capture", self.captured[id(value)])
         value = output_value(value) if not isinstance(value, (list, tuple, dict)) else value
-        if isinstance(value, ListOutput):
-            _check_not_staged(value.items, where)
-            self.fetches.append(value.items)
-            return ("fetch_list", len(self.fetches) - 1, value)
+        if isinstance(value, Finished):
+            _check_not_staged(value.tensor, where)
+            self.fetches.append(value.tensor)
+            return ("fetch_finished", len(self.fetches) - 1, value)
         if isinstance(value, Tensor):
             _check_not_staged(value, where)
             self.fetches.append(value)
@@ -442,7 +421,7 @@ def _check_not_staged(t: Tensor, where: str) -> None:
 
 
 def _has_graph_parts(template) -> bool:
-    if template[0] in ("fetch", "fetch_list", "capture"):
+    if template[0] in ("fetch", "fetch_finished", "capture"):
         return True
     if template[0] in ("list", "tuple", "dict"):
         return any(_has_graph_parts(t) for t in template[1])

@@ -121,9 +121,12 @@ class _Reader:
             return self._table(self.specs, payload, "TensorArray")
         if tag == "$output":
             return Output(_expect(payload, int, "an output reference"))
-        if tag == "$output_list":
-            index, items = _expect(payload, list, "a list output reference")
-            return Output(_expect(index, int, "an output reference"), _expect(items, str, "a list output's items"))
+        if tag in ("$output_list", "$output_number"):
+            index, items = _expect(payload, list, "an output reference")
+            items = _expect(items, str, "an output's Python type")
+            if tag == "$output_number" and items not in ("int", "float", "bool"):
+                raise FormatError(f"an output number of type {items!r}")
+            return Output(_expect(index, int, "an output reference"), items, number=tag == "$output_number")
         raise FormatError(f"unknown value tag {tag!r}")
 
     @staticmethod

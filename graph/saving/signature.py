@@ -14,14 +14,17 @@ from graph.node import Node, Tensor
 class Output:
     """A leaf of `Signature.structure`: the signature's output `index`. A list the traced function built
     (`as_list` set) is a Python list of the value's rows: numpy's ("items"), or Python numbers ("int",
-    "float", "bool")."""
+    "float", "bool"); with `number`, the value is one Python number of that type."""
 
     index: int
     as_list: str | None = None
+    number: bool = False
 
     def value(self, values: list):
         v = values[self.index]
-        return v if self.as_list is None else python_list(v, self.as_list)
+        if self.as_list is None:
+            return v
+        return _NUMBER_TYPES[self.as_list](v) if self.number else python_list(v, self.as_list)
 
 
 _NUMBER_TYPES = {"int": int, "float": float, "bool": bool}

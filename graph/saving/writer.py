@@ -60,7 +60,11 @@ class _Writer:
         if isinstance(value, TensorArraySpec):
             return {"$tensor_array": self._spec(value)}
         if isinstance(value, Output):
-            return {"$output": value.index} if value.as_list is None else {"$output_list": [value.index, value.as_list]}
+            if value.as_list is None:
+                return {"$output": value.index}
+            if value.number:
+                return {"$output_number": [value.index, value.as_list]}
+            return {"$output_list": [value.index, value.as_list]}
         return None
 
     def _node(self, node: Node) -> int:

@@ -19,7 +19,7 @@ def test_return_structure_is_kept():
     assert set(out) == {"a", "b", "c", "p"}
     assert out["a"] == 1.5 and out["b"][0] == 3.0 and out["b"][1] == (3, None) and out["c"] == "text"
     assert isinstance(out["b"], list) and isinstance(out["p"], Point) and out["p"].y == 3
-    assert isinstance(out["a"], np.floating)
+    assert type(out["a"]) is float and type(out["b"][1][0]) is int   # the Python numbers it was passed
 
 
 def returns_nothing(x):

@@ -14,7 +14,7 @@ from graph import nest
 def program(x, n, u, b):
     i = 0
     s = x * 0.0
-    while i < n:
+    while i < n and i < 4:      # (n may be fed any int: the loop stays short)
         s = s + x
         i += 1
     return i, s, u + 1, np.logical_not(b)

@@ -24,7 +24,6 @@ from __future__ import annotations
 import numpy as np
 
 import graph
-from graph import nest
 from graph.node import Tensor
 from graph.ops import numpy_api, tensor_methods
 from transpile.operators.array_aliases import refuse_if_shared
@@ -457,9 +456,19 @@ def frozen(value):
     """`value` with each MutableArray in it replaced by its contents now, as a tensor: what a graph cond's
     branch or loop's body hands out of the construct. Its arrays' contents are put back as they were
     before the construct once the branch or body is traced, so they must be read before that."""
-    if not any(isinstance(v, MutableArray) for v in nest.flatten(value)):
-        return value
-    return nest.map_structure(lambda v: v.tensor() if isinstance(v, MutableArray) else v, value)
+    if isinstance(value, MutableArray):
+        return value.tensor()
+    if isinstance(value, (tuple, list)):
+        items = [frozen(v) for v in value]
+        if all(a is b for a, b in zip(items, value)):
+            return value
+        return type(value)(*items) if hasattr(type(value), "_fields") else type(value)(items)
+    if isinstance(value, dict):
+        items = {k: frozen(v) for k, v in value.items()}
+        return value if all(items[k] is v for k, v in value.items()) else type(value)(items)
+    if hasattr(value, "_flat_tensors") and any(isinstance(v, MutableArray) for v in value._flat_tensors()):
+        return value._with_flat_tensors([frozen(v) for v in value._flat_tensors()])  # (a maybe-defined array)
+    return value
 
 
 def set_array_item(target, key, value):

@@ -25,6 +25,7 @@ from transpile.operators.arrays import NEW_ARRAY_FUNCTIONS, new_array
 from transpile.operators.conditionals import if_exp, if_stmt
 from transpile.operators.data_structures import TensorList, list_append, set_attribute_item, set_item
 from transpile.operators.formatting import fmt, format_, format_method, fstr, join, percent, repr_, str_
+from transpile.operators.graph_lists import GraphList
 from transpile.operators.iterables import enumerate_, range_, zip_
 from transpile.operators.leaves import mark_weak_type
 from transpile.operators.list_items import append_at
@@ -148,9 +149,10 @@ def call(f, *args, **kwargs):
     text = _STR_METHODS.get(getattr(f, "__name__", None)) if isinstance(getattr(f, "__self__", None), str) else None
     if text is not None:  # "{}".format(x), ", ".join(items): graph strings of graph values
         return text(f.__self__, *args, **kwargs)
-    if any(f is g for g in _SEQUENCE_FUNCTIONS) and args and isinstance(args[0], (Tensor, TensorList)):
-        t = args[0].stack() if isinstance(args[0], TensorList) else args[0]
-        return _stack_like(f, t, dict(kwargs))
+    if any(f is g for g in _SEQUENCE_FUNCTIONS) and args and isinstance(args[0], (Tensor, TensorList, GraphList)):
+        t = args[0].stack() if isinstance(args[0], TensorList) else \
+            args[0].items if isinstance(args[0], GraphList) else args[0]
+        return new_array(f, _stack_like(f, t, dict(kwargs)), args)
     draw = _random_draw(f)
     if draw is not None:  # np.random.rand(3) while a graph is traced: drawn when the graph runs
         return draw(*args, **kwargs)

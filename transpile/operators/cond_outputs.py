@@ -111,10 +111,10 @@ def plan(t, f, name, meta_t, meta_f) -> tuple:
         fv = f.value if isinstance(f, MaybeDefined) else f
         mode = ("maybe", _merged_dtypes(tv, fv, name, meta_t, meta_f))
         return mode, mode, None
-    if is_composite(t) and is_composite(f) and type(t) is type(f):
+    paths = tuple(list_paths(t, f))
+    if not paths and is_composite(t) and is_composite(f) and type(t) is type(f):
         mode = ("value", [graph.dtypes.variant] * len(t._flat_tensors()))
         return mode, mode, None
-    paths = tuple(list_paths(t, f))
     frame = trace_state().innermost_loop()
     if frame is not None and frame.promotable and any(
             isinstance(value_at(t, p), list) and isinstance(value_at(f, p), list) for p, *_ in paths):

@@ -2,16 +2,12 @@
 and item assignment."""
 from __future__ import annotations
 
-import weakref
-from dataclasses import dataclass
-
 import numpy as np
 
 import graph
 from graph import nest
 from graph.errors import GraphError
 from graph.node import Tensor
-from graph.saving.signature import python_list
 from transpile.operators.arrays import MutableArray, set_array_item
 from transpile.operators.graph_lists import GraphList
 from transpile.operators.leaves import describe, is_tensor, is_weak, leaf_dtype, weak_type
@@ -139,63 +135,22 @@ class TensorList:
         return f"<TensorList {self.array!r}>"
 
 
-# A list a graph loop built is a stacked tensor after the loop; appending to it again continues the list.
-# (keyed by id: tensors compare elementwise, so they cannot be dict keys by value)
-_stacked_lists: dict[int, tuple] = {}
-
-
 def stacked_list(tl: TensorList):
-    """The value a list built in a graph loop has outside its loops: its items stacked into a tensor
-    (that `list_builder` maps back to the list, so that appending to it continues the list)."""
+    """The value a list built in a graph loop has outside its loops: a list (a GraphList of its items
+    stacked) whose builder is `tl`, so that appending to it in a later graph loop continues the list."""
     if tl.array.dtype is None:
         return []  # nothing is ever appended to it: the list is empty whenever the graph runs
-    t = tl.stack()
-    key = id(t)
-    _stacked_lists[key] = (weakref.ref(t, lambda _: _stacked_lists.pop(key, None)), tl)
-    return t
+    python_type = None if tl.python_type is NO_ITEMS else tl.python_type
+    return GraphList(tl.stack(), python_type, builder=tl)
 
 
 def list_builder(value) -> TensorList | None:
-    """The TensorList behind a list value (a TensorList, or a tensor stacked from one), else None."""
+    """The TensorList behind a list value (a TensorList, or a GraphList stacked from one), else None."""
     if isinstance(value, TensorList):
         return value
-    if isinstance(value, Tensor):
-        entry = _stacked_lists.get(id(value))
-        if entry is not None and entry[0]() is value:
-            return entry[1]
-    return None
-
-
-@dataclass(frozen=True)
-class ListOutput:
-    """A list a graph loop built or resized, as a function returns it or leaves it in Python state: the
-    stacked `items` are fetched, and the caller gets a Python list of them (of Python numbers, where the
-    items were Python numbers of `python_type`)."""
-
-    items: Tensor
-    python_type: type | None = None
-
-    @property
-    def kind(self) -> str:
-        """What its items are (graph.saving's Output.as_list): Python numbers of a type, or numpy's."""
-        known = self.python_type is not None and self.python_type is not NO_ITEMS
-        return self.python_type.__name__ if known else "items"
-
-    def finish(self, value) -> list:
-        return python_list(value, self.kind)
-
-
-def list_output(value) -> ListOutput | None:
-    """The ListOutput of a list that graph control flow built or resized (a TensorList, GraphList, or the
-    tensor a graph loop's list is after it), else None."""
     if isinstance(value, GraphList):
-        return ListOutput(value.items, value.python_type)
-    builder = list_builder(value)
-    if builder is None:
-        return None
-    if builder.array.dtype is None:
-        return None  # nothing is ever appended: `[]` (stacked_list)
-    return ListOutput(value if isinstance(value, Tensor) else stacked_list(builder), builder.python_type)
+        return value.builder
+    return None
 
 
 def list_truth(value):
@@ -297,10 +252,10 @@ def list_append(target, value):
     A Python list carried by a graph loop becomes a TensorArray (stacked into a
     tensor after the loop).
     """
-    if isinstance(target, GraphList):
+    builder = list_builder(target)
+    if isinstance(target, GraphList) and builder is None:  # (a list resized in graph control flow)
         target.append(value)
         return target
-    builder = list_builder(target)
     if builder is not None:
         try:
             grown = builder.append(value)

@@ -13,6 +13,7 @@ from graph import nest
 from graph.node import Tensor
 from transpile.operators.arrays import frozen
 from transpile.operators.data_structures import TensorList, empty_array_like, list_builder
+from transpile.operators.graph_lists import GraphList
 from transpile.operators.leaves import (
     is_composite,
     is_convertible,
@@ -41,9 +42,10 @@ def pack_result(values, names):
 
 
 def fresh_containers(values) -> tuple:
-    """New containers (lists, dicts) for a state, so a branch's in-place changes stay its own."""
-    return tuple(nest.map_structure(lambda x: x, v) if isinstance(v, (list, dict, tuple)) else v
-                 for v in values)
+    """New containers (lists, dicts, lists of graph values) for a state, so a branch's in-place changes
+    stay its own."""
+    return tuple(nest.map_structure(lambda x: x, v) if isinstance(v, (list, dict, tuple))
+                 else v.copy() if isinstance(v, GraphList) else v for v in values)
 
 
 # --------------------------------------------------------------------------- specs and placeholders
@@ -171,8 +173,8 @@ def list_paths(t, f, path=()):
 
 
 def builder_paths(value, path=()):
-    """Paths of the lists inside `value` that are tensors stacked from a graph loop's TensorArray."""
-    if isinstance(value, Tensor):
+    """Paths of the lists inside `value` that are stacked from a graph loop's TensorArray."""
+    if isinstance(value, GraphList):
         builder = list_builder(value)
         if builder is not None:
             yield path, builder.array.dtype, builder.array.element_shape, True

@@ -20,14 +20,29 @@ from transpile.operators.staging import StagingError
 
 
 class GraphList:
-    """A Python list whose items are stacked in tensor `items` (see the module docstring)."""
+    """A Python list whose items are stacked in tensor `items` (see the module docstring).
 
-    __slots__ = ("items", "python_type", "guessed", "__weakref__")
+    A list a graph loop built by appending is one after its loop, with the loop's TensorArray as its
+    `builder` (data_structures.stacked_list): appending to it in a later loop continues that array. A
+    change of the items made otherwise forgets the builder.
+    """
 
-    def __init__(self, items: Tensor, python_type: type | None = None, guessed: bool = False):
-        self.items = items
+    __slots__ = ("_items", "python_type", "guessed", "builder", "__weakref__")
+
+    def __init__(self, items: Tensor, python_type: type | None = None, guessed: bool = False, builder=None):
+        self._items = items
         self.python_type = python_type
         self.guessed = guessed  # an empty list whose items' dtype and shape the first item added tells
+        self.builder = builder
+
+    @property
+    def items(self) -> Tensor:
+        return self._items
+
+    @items.setter
+    def items(self, new: Tensor) -> None:
+        self._items = new
+        self.builder = None  # (the TensorArray it was stacked from no longer holds these items)
 
     @classmethod
     def from_list(cls, values, name: str, like: "ItemSpec | None" = None) -> "GraphList":
@@ -55,7 +70,19 @@ class GraphList:
         return [self.items]
 
     def _with_flat_tensors(self, tensors):
-        return GraphList(tensors[0], self.python_type, self.guessed)
+        builder = self.builder if tensors[0] is self._items else None
+        return GraphList(tensors[0], self.python_type, self.guessed, builder)
+
+    # -- numpy functions and ufuncs of the list: of its items, stacked (`np.mean(losses)`) -------------
+    def __array_function__(self, func, types, args, kwargs):
+        return func(*_items_of(args), **_items_of(kwargs))
+
+    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        return getattr(ufunc, method)(*_items_of(inputs), **_items_of(kwargs))
+
+    def __array__(self, dtype=None, copy=None):
+        raise TypeError("a list built in graph control flow has its items only when the graph runs: numpy "
+                        "functions of it are graph ops in converted code (np.stack(lst), np.mean(lst))")
 
     @property
     def spec(self) -> "ItemSpec":
@@ -117,6 +144,14 @@ class GraphList:
     def __iadd__(self, values):
         self.extend(values)
         return self
+
+    def __mul__(self, count):
+        if not isinstance(count, int) or isinstance(count, bool):
+            return NotImplemented
+        return GraphList(graph.concat([self.items] * max(count, 0), 0) if count > 0 else self.items[:0],
+                         self.python_type)
+
+    __rmul__ = __mul__
 
     def __add__(self, values):
         out = self.copy()
@@ -184,7 +219,7 @@ class GraphList:
             self.items = self.items[::-1]
 
     def copy(self) -> "GraphList":
-        return GraphList(self.items, self.python_type)
+        return GraphList(self._items, self.python_type, self.guessed, self.builder)
 
     def _fit(self, value) -> Tensor:
         """`value` as an item: of the list's dtype (a Python number takes it, as numpy's weak scalars)."""
@@ -230,6 +265,17 @@ class ItemSpec:
             and self.python_type is other.python_type
 
     __hash__ = None
+
+
+def _items_of(x):
+    """`x` with each GraphList in it replaced by its stacked items."""
+    if isinstance(x, GraphList):
+        return x.items
+    if isinstance(x, (list, tuple)):
+        return type(x)(_items_of(v) for v in x)
+    if isinstance(x, dict):
+        return {k: _items_of(v) for k, v in x.items()}
+    return x
 
 
 def _item_tensor(value) -> Tensor:

@@ -44,6 +44,7 @@ def abs_(x):
 
 
 def _extremum(py_fn, reduce_fn, pair_fn, args, kwargs):
+    args = tuple(a.items if isinstance(a, GraphList) else a for a in args)
     if kwargs or not any(is_tensor(a) for a in args):
         return py_fn(*args, **kwargs)
     if len(args) == 1:
@@ -68,6 +69,8 @@ def sum_(iterable, start=0):
     """`sum(iterable, start)`: of a tensor, over its first axis."""
     if isinstance(iterable, TensorList):
         iterable = iterable.stack()
+    if isinstance(iterable, GraphList):
+        iterable = iterable.items
     if is_tensor(iterable):
         total = graph.reduce_sum(graph.convert(iterable), axis=0)
         return total + start if not (is_weak(start) and start == 0) else total
