@@ -37,18 +37,18 @@ for _name, _uf in UNARY.items():
 for _name, _uf in BINARY.items():
     register_op(_name, _math._binary_infer(_uf), differentiable=_name not in NON_DIFFERENTIABLE)
 
-BUILDERS = {op: _math._unary(op) for op in UNARY} | {op: _math._binary(op) for op in BINARY}
+_build_ldexp = _math._binary("Ldexp")
 
 
 def _ldexp(x, n, name: str | None = None):
     """`np.ldexp(x, n)`: a Python int exponent stays an integer (numpy's loops take float and int), not x's dtype."""
     if isinstance(n, (int, np.integer)) and not isinstance(n, bool):
         n = constant(np.int64(n))
-    return BUILDERS_OF_OPS["Ldexp"](x, n, name=name)
+    return _build_ldexp(x, n, name=name)
 
 
-BUILDERS_OF_OPS = dict(BUILDERS)
-BUILDERS["Ldexp"] = _ldexp
+# op name -> its builder
+BUILDERS = {op: _math._unary(op) for op in UNARY} | {op: _math._binary(op) for op in BINARY} | {"Ldexp": _ldexp}
 # numpy ufunc -> its graph builder (np.degrees and np.radians are rad2deg and deg2rad under other names)
 UFUNCS = {uf: BUILDERS[op] for op, uf in (UNARY | BINARY).items()}
 UFUNCS.update({np.degrees: BUILDERS["Rad2Deg"], np.radians: BUILDERS["Deg2Rad"]})
