@@ -38,10 +38,11 @@ def _constant_array(value, dtype) -> np.ndarray:
     return arr
 
 
-def _new_constant(arr: np.ndarray, name: str | None) -> Tensor:
+def _new_constant(arr: np.ndarray, name: str | None, numpy_scalar: bool = False) -> Tensor:
     arr = arr.copy()
     arr.flags.writeable = False
-    return make_op("Const", [], {"value": arr, "dtype": arr.dtype}, name=name).outputs[0]
+    attrs = {"value": arr, "dtype": arr.dtype, **({"numpy_scalar": True} if numpy_scalar else {})}
+    return make_op("Const", [], attrs, name=name).outputs[0]
 
 
 def literal(value, dtype=None) -> Tensor:
@@ -50,13 +51,16 @@ def literal(value, dtype=None) -> Tensor:
     differentiate with respect to it alone. A literal built under `control_dependencies` gets a node
     of its own (its control inputs are its own)."""
     arr = _constant_array(value, dtype)
+    # a numpy scalar is no Python number: its dtype does not give way beside an array's (NEP 50), which
+    # a traced program's weak-number analysis reads off the Const (transpile/operators/leaves.py)
+    numpy_scalar = isinstance(value, np.generic)
     g = get_default_graph()
     if arr.size > 16 or g.has_control_dependencies:
-        return _new_constant(arr, None)
-    key = (arr.dtype.str, arr.shape, arr.tobytes())
+        return _new_constant(arr, None, numpy_scalar)
+    key = (arr.dtype.str, arr.shape, arr.tobytes(), numpy_scalar)
     cached = g.constant_cache.get(key)
     if cached is None:
-        cached = g.constant_cache[key] = _new_constant(arr, None)
+        cached = g.constant_cache[key] = _new_constant(arr, None, numpy_scalar)
     return cached
 
 
@@ -109,12 +113,13 @@ def convert_pair(a, b) -> tuple[Tensor, Tensor]:
     a_t, b_t = is_tensor_like(a), is_tensor_like(b)
     if a_t and not b_t:
         a = convert(a)
-        return a, convert(b, like=a)
-    if b_t and not a_t:
+        b = convert(b, like=a)
+    elif b_t and not a_t:
         b = convert(b)
-        return convert(a, like=b), b
-    a, b = convert(a), convert(b)
-    if WEAK_TYPE_HOOKS and a.dtype != b.dtype:
+        a = convert(a, like=b)
+    else:
+        a, b = convert(a), convert(b)
+    if WEAK_TYPE_HOOKS and a.dtype != b.dtype:  # (a tensor standing for a Python number beside an array)
         weak_a, weak_b = _weak_type(a), _weak_type(b)
         if weak_a is not None and weak_b is None:
             a = _beside(a, weak_a, b.dtype)

@@ -9,6 +9,15 @@ conditional expressions, `and`/`or`/`not`, chained comparisons, `acc.append`
 inside loops and (optionally) prints. Every loop terminates and every value
 stays bounded, so plain Python always finishes.
 
+`idioms=True` (with `extended`) adds everyday numpy and Python idioms that once
+gave silently wrong results: an array allocated, filled by index and rebound
+inside loop bodies, a second name of an array, rows and columns written through
+views, a list popped, inserted into and deleted from in loops, two variables
+swapped under a tensor `if`, float32 arrays meeting Python numbers, a closure
+and a method of a class defined in the function reading a variable the loops
+change, a call that raises inside `try`, and a variable assigned in one branch
+of an `if` on the Python int argument `n`.
+
 `extended=True` adds the constructs that once gave wrong results or failed on
 valid code: Python numbers that accumulate other dtypes in nested loops (`c = 0`
 summing floats, `s = 0.0` halved and summing float32 items), a nested dict changed in
@@ -31,15 +40,24 @@ EXTENDED_HEADER = ("import numpy as np\n\n\ndef program(n, x, arr):\n    a = 1\n
                    "    acc = []\n    c = 0\n    s = 0.0\n    w = arr.astype(np.float32)\n"
                    "    d = {'p': {'q': 0.5}}\n    m = n % 2\n    weights = [0.5, -0.25, 1.0, 0.75]\n")
 EXTENDED_RETURN = "return a, b, v, acc, c, s, d"
+IDIOM_HEADER = ("    buf = np.zeros(3)\n    al = buf\n    M = np.zeros((2, 3))\n    L = [1.0, 2.0, 3.0]\n"
+                "    f32 = arr.astype(np.float32)\n    p, q = x, 0.5\n    z = 0.0\n\n"
+                "    def get():\n        return b * 0.5\n\n"
+                "    class Scale:\n        def __call__(self, t):\n            return t * a * 0.125\n\n"
+                "    def boom():\n        raise ValueError('no')\n\n"
+                "    scale = Scale()\n    if n > 1:\n        z1 = b * 0.5\n")
+IDIOM_RETURN = "return a, b, v, acc, c, s, d, buf, al, M, L, f32, p, q, z"
 _counter = itertools.count()
 
 
 class _Gen:
-    def __init__(self, draw, max_depth: int, max_statements: int, prints: bool = False, extended: bool = False):
+    def __init__(self, draw, max_depth: int, max_statements: int, prints: bool = False, extended: bool = False,
+                 idioms: bool = False):
         self.draw = draw
         self.prints = prints
-        self.extended = extended
-        self.ret = EXTENDED_RETURN if extended else RETURN
+        self.extended = extended or idioms
+        self.idioms = idioms
+        self.ret = IDIOM_RETURN if idioms else EXTENDED_RETURN if extended else RETURN
         self.max_depth = max_depth
         self.budget = max_statements
         self.fresh = itertools.count()
@@ -115,7 +133,25 @@ class _Gen:
             # `s = 0.0` a Python float that branches and loops may keep one (halved) before float32 items
             # make it float32, as numpy's weak scalars do
             options += [lambda: "s = s * 0.5", lambda: f"s = s + w[{self.k(0, 2)}]"]
+        if self.idioms:
+            options += self.idiom_assignments(iterating_v)
         return self.pick(options)()
+
+    def idiom_assignments(self, iterating_v: bool) -> list:
+        k, r = self.k(0, 2), self.k(0, 1)
+        return [
+            lambda: f"buf[{k}] = b",                                  # seen through `al` until buf is rebound
+            lambda: f"al[{k}] = al[{k}] * 0.5 + a",
+            lambda: f"M[{r}] = v * 0.5",
+            lambda: f"M.T[{k}] = M.T[{k}] + b",
+            lambda: f"M[:, {k}] += x",
+            lambda: "f32 = f32 * x + 0.5",                           # a float32 array beside Python floats
+            lambda: f"b = b + float(f32[{k}])",
+            lambda: "b = b + get()",                                 # a closure reading b
+            lambda: "b = scale(b) + 0.25",                           # a local class's method reading a
+            lambda: "L.append(b)",
+            lambda: "z = z + (z1 if n > 1 else b)",                  # z1: assigned only when n > 1
+        ] + ([] if iterating_v else [lambda: f"v[{k}] = L[0] * 0.5"])
 
     def block(self, indent: int, depth: int, loop: str | None, scope: tuple, iterating_v=False) -> list[str]:
         n = self.draw(st.integers(1, 3))
@@ -137,6 +173,7 @@ class _Gen:
         if depth < self.max_depth:
             kinds += ["if", "if", "while", "for"]
             kinds += ["def", "try"] if self.extended else []
+            kinds += ["fresh", "view", "resize", "swap", "try_call", "one_sided"] if self.idioms else []
         if loop is not None:
             kinds += ["exit"]
         kinds += ["return"] if depth > 0 else []
@@ -151,6 +188,8 @@ class _Gen:
             return [pad + f"if {self.cond(scope)}:", pad + "    " + self.ret]
         if kind == "def":
             return self.nested_def(pad)
+        if kind in ("fresh", "view", "resize", "swap", "try_call", "one_sided"):
+            return [pad + line for line in self.idiom_statement(kind)]
         if kind == "try":
             out = [pad + "try:", pad + f"    b = b + [0.5, 1.5][{self.k(0, 3)}]"]
             out += self.block(indent + 4, depth + 1, loop, scope, iterating_v)
@@ -207,6 +246,32 @@ class _Gen:
             out += [pad + "else:", pad + "    " + self.assign(scope, iterating_v)]
         return out
 
+    def idiom_statement(self, kind: str) -> list[str]:
+        k, r = self.k(0, 2), self.k(0, 1)
+        if kind == "fresh":       # allocate, fill by index, rebind
+            return ["nb = np.zeros_like(buf)", f"nb[{k}] = buf[{k}] * 0.5 + b", "buf = nb"]
+        if kind == "view":        # a row or column written through a view
+            if self.draw(st.booleans()):
+                return [f"row = M[{r}]", f"row[{k}] = b", "b = b + row.sum() * 0.25"]
+            return [f"col = M[:, {k}]", "col *= 0.5", "col += a * 0.125"]
+        if kind == "resize":      # the list's length changes, guarded so it stays long enough
+            op = self.pick(["pop", "insert", "del", "extend", "remove"])
+            if op == "pop":
+                return ["if len(L) > 1:", "    b = b + L.pop() * 0.5"]
+            if op == "insert":
+                return ["if len(L) < 6:", f"    L.insert({k}, b)"]
+            if op == "del":
+                return ["if len(L) > 2:", "    del L[0]"]
+            if op == "remove":
+                return ["if len(L) > 1:", "    L.remove(L[-1])"]
+            return ["if len(L) < 5:", "    L.extend([b, 0.5])"]
+        if kind == "swap":        # under a tensor condition
+            return [f"if b > {self.f()}:", "    p, q = q, p", "p = p * 0.5 + x"]
+        if kind == "try_call":    # a call that raises inside try
+            return ["try:", "    b = b + boom()", "except ValueError:", "    b = b - 0.5"]
+        # a variable assigned in one branch of an `if` on a Python int argument, read on that path only
+        return ["if n > 1:", "    z1 = b * 0.5"]
+
     def nested_def(self, pad: str) -> list[str]:
         """A function defined in the program, with returns of its own, called at once."""
         i = next(self.fresh)
@@ -218,10 +283,11 @@ class _Gen:
 
 
 @st.composite
-def programs(draw, max_depth: int = 3, max_statements: int = 14, prints: bool = False, extended: bool = False) -> str:
-    gen = _Gen(draw, max_depth, max_statements, prints, extended)
+def programs(draw, max_depth: int = 3, max_statements: int = 14, prints: bool = False, extended: bool = False,
+             idioms: bool = False) -> str:
+    gen = _Gen(draw, max_depth, max_statements, prints, extended, idioms)
     body = gen.block(4, 0, None, ())
-    header = EXTENDED_HEADER if extended else HEADER
+    header = EXTENDED_HEADER + IDIOM_HEADER if idioms else EXTENDED_HEADER if extended else HEADER
     return header + "\n".join(body) + "\n    " + gen.ret + "\n"
 
 

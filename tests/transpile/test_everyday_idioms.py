@@ -476,3 +476,11 @@ def test_an_array_first_made_in_a_graph_loop_with_a_shape_the_loop_decides():
             w = np.ones((i + 1, 2)) * x
         return z, w.sum()
     assert_like_python(f, (2.0, 3), (0.5, 1))
+
+
+def test_python_and_numpy_scalars_beside_float32_arrays_on_either_side():
+    def f(x, k):
+        ones = np.ones(2, np.float32)
+        return (ones * x, x * ones, np.float32(2) * x, x + np.float32(0.5), ones + k, k * ones,
+                np.float64(2.0) * ones, ones * np.int64(3))
+    assert_like_python(f, (1.5, 3))

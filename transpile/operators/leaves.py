@@ -62,6 +62,8 @@ def _tensor_weak_type(t: Tensor, marked: dict, budget: int):
     types = []
     for i in node.inputs:
         if i.node.op == "Const" and i.shape == ():
+            if i.node.attrs.get("numpy_scalar"):
+                return None  # (np.float32(2) * s is a numpy scalar, as in numpy)
             continue
         kind = _tensor_weak_type(i, marked, budget - 1)
         if kind is None:
