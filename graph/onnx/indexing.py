@@ -2,8 +2,11 @@
 
 `x[index]` becomes one ONNX node per index item, left to right: Slice for a
 slice, Gather of a scalar for an integer (which drops the axis), Unsqueeze for
-None, Gather of an array or Compress of a 1-D mask for the one advanced index
-that ONNX can place as numpy does (alone, without integers around it).
+None, Gather of an array or Compress of a 1-D mask for an advanced index alone.
+Several advanced indices (arrays, and the integers beside them, which numpy then
+counts as advanced: `x[i, :, idx]`, `np.take_along_axis`) are broadcast together
+and gathered at once with GatherND, the result's dimensions placed as numpy
+places them (where the indices stood when they are adjacent, else first).
 The writes select the positions they touch by applying the same index to a
 tensor of flat positions (`arange(size).reshape(shape)`), then scatter.
 """
@@ -27,8 +30,10 @@ def select(em: Emitter, x: str, rank: int | None, index: IndexSpec, dyn: list[Te
     advanced = [it for it in items if isinstance(it, Dyn) and it.kind != "scalar"]
     if len(advanced) > 1 or advanced and any(isinstance(it, int) or isinstance(it, Dyn) and it.kind == "scalar"
                                               for it in items):
-        raise em.fail(f"the index {index!r} combines several advanced (array or integer) indices, whose result "
-                      "dimensions ONNX cannot place as numpy does; index in steps")
+        if any(it is None or isinstance(it, Dyn) and it.kind == "mask" for it in items):
+            raise em.fail(f"the index {index!r} combines several advanced (array or integer) indices with a None "
+                          "or a boolean mask, whose result dimensions ONNX cannot place as numpy does; index in steps")
+        return _gather_advanced(em, x, items, dyn, dyn_names)
     axis = 0
     for it in items:
         if it is None:
@@ -57,6 +62,47 @@ def select(em: Emitter, x: str, rank: int | None, index: IndexSpec, dyn: list[Te
     return x
 
 
+def _gather_advanced(em: Emitter, x: str, items: list, dyn: list[Tensor], dyn_names: list[str]) -> str:
+    """`x[items]` where the items are one per axis: slices and several advanced indices (arrays, integers).
+
+    numpy broadcasts the advanced indices together to a shape B and puts B where they stand when they are
+    adjacent, else first, the sliced axes keeping their order: the slices are applied, the indexed axes
+    moved to the front, GatherND takes B + the other axes, and a Transpose moves B to its place."""
+    axis_items = []
+    for axis, it in enumerate(items):
+        if isinstance(it, Slice) and it != Slice(None, None, None):
+            x = _slice(em, x, axis, it, dyn, dyn_names)
+        axis_items.append(it)
+    picked = [k for k, it in enumerate(axis_items) if not isinstance(it, Slice)]
+    kept = [k for k, it in enumerate(axis_items) if isinstance(it, Slice)]
+    if picked != list(range(len(picked))):
+        x = em("Transpose", x, perm=picked + kept)
+    shape = em("Shape", x)
+    indices, ranks = [], []
+    for j, k in enumerate(picked):
+        it = axis_items[k]
+        if isinstance(it, int):
+            idx, rank = em.const(it, _INT64), 0
+        else:
+            if dyn[it.pos].shape is None:
+                raise em.fail("an index array of unknown rank cannot be exported")
+            idx, rank = _dyn(em, dyn, dyn_names, it.pos), len(dyn[it.pos].shape)
+        size = em("Gather", shape, em.const(j, _INT64))  # negative indices count from the end, as in numpy
+        indices.append(em("Where", em("Less", idx, em.const(0, _INT64)), em("Add", idx, size), idx))
+        ranks.append(rank)
+    broadcast = indices[0]
+    for idx in indices[1:]:
+        broadcast = em("Add", broadcast, idx)
+    b_shape = em("Shape", broadcast)
+    stacked = em("Concat", *[em("Unsqueeze", em("Expand", idx, b_shape), em.i64(-1)) for idx in indices], axis=-1)
+    out = em("GatherND", x, stacked)
+    nb, first = max(ranks), picked[0]
+    if picked == list(range(first, first + len(picked))) and first > 0:  # adjacent: B goes where they stood
+        perm = [nb + j for j in range(first)] + list(range(nb)) + [nb + j for j in range(first, len(kept))]
+        out = em("Transpose", out, perm=perm)
+    return out
+
+
 def _expand(em: Emitter, items: list, rank: int, dyn: list[Tensor]) -> list:
     """The items with the Ellipsis replaced by the full slices it stands for."""
     def consumed(it):
@@ -80,16 +126,20 @@ def _dyn(em: Emitter, dyn: list[Tensor], names: list[str], pos: int) -> str:
 
 def _slice(em: Emitter, x: str, axis: int, s: Slice, dyn: list[Tensor], dyn_names: list[str]) -> str:
     step = 1 if s.step is None else s.step
-    if isinstance(step, Dyn) and (s.start is None or s.stop is None):
-        raise em.fail("a slice with a tensor step needs explicit start and stop to be exported")
-    backwards = not isinstance(step, Dyn) and step < 0
-    start = s.start if s.start is not None else (_MAX if backwards else 0)
-    # ONNX clamps a backward end to -1, "before the first element", as numpy's omitted stop means
-    stop = s.stop if s.stop is not None else (_MIN if backwards else _MAX)
 
     def bound(v):
         return em("Reshape", _dyn(em, dyn, dyn_names, v.pos), em.i64(1)) if isinstance(v, Dyn) else em.i64(v)
-    return em("Slice", x, bound(start), bound(stop), em.i64(axis), bound(step))
+
+    def omitted(forwards: int, backwards: int) -> str:
+        """An omitted start or stop: numpy's depends on the step's sign, a tensor's known when the model runs."""
+        if isinstance(step, Dyn):
+            return em("Where", em("Less", bound(step), em.i64(0)), em.i64(backwards), em.i64(forwards))
+        return em.i64(backwards if step < 0 else forwards)
+    # ONNX clamps a backward start to the last element, and a backward end to -1, "before the first
+    # element", as numpy's omitted stop means
+    start = bound(s.start) if s.start is not None else omitted(0, _MAX)
+    stop = bound(s.stop) if s.stop is not None else omitted(_MAX, _MIN)
+    return em("Slice", x, start, stop, em.i64(axis), bound(step))
 
 
 def _positions(em: Emitter, shape: str) -> str:

@@ -202,6 +202,34 @@ def test_indexing_and_item_assignment_with_tensor_parts():
                                        (x, -2, np.array([1, 1]), np.array([False, False, False]))])
 
 
+def test_several_advanced_indices_place_their_dimensions_as_numpy_does():
+    """Arrays indexing several axes, and integers beside an array (numpy counts them as advanced): broadcast
+    together, their dimensions where they stand when adjacent, else first; writes and gradients through them."""
+    from graph.ops.numpy_arrays import take_along_axis
+
+    def build(x, i, a, b, t):
+        y = graph.set_item(x, (a, slice(None), b), -1.0)
+        (gx,) = grad.gradients(graph.reduce_sum(x[a, 1:, b] * 3.0), [x])
+        return [x[a, b], x[:, a, b], x[a, :, b], x[i, :, a], x[-1, a], x[a[:, None], b], x[..., a, i],
+                x[1:, a, ::-1][:, :, 0], take_along_axis(x, t, axis=-1), y, gx]
+    g, phs, outs = _op_graph(build, (np.float64, [3, 4, 5]), (np.int64, []), (np.int64, [2]), (np.int64, [2]),
+                             (np.int64, [3, 4, 1]))
+    x = np.arange(60.0).reshape(3, 4, 5)
+    rng = np.random.default_rng(0)
+    _export_and_compare(g, phs, outs, [(x, 1, np.array([2, 0]), np.array([1, 3]), rng.integers(0, 5, (3, 4, 1))),
+                                       (x, -2, np.array([-1, 1]), np.array([-4, 3]), rng.integers(0, 5, (3, 4, 1)))])
+
+
+def test_slices_with_a_tensor_step_and_omitted_bounds():
+    """`x[::s]`, `x[1::s]`, `x[:2:s]` and a write `x[i * i::i] = 0` (a sieve): numpy's omitted bounds depend on
+    the step's sign, known when the model runs."""
+    def build(x, s, i):
+        return [x[::s], x[1::s], x[:2:s], graph.set_item(x, slice(i * i, None, i), 0.0)]
+    g, phs, outs = _op_graph(build, (np.float64, [7]), (np.int64, []), (np.int64, []))
+    x = np.arange(1.0, 8.0)
+    _export_and_compare(g, phs, outs, [(x, 2, 2), (x, -1, 1), (x, -3, 3), (x, 1, 2)])
+
+
 def test_variables_become_initializers_holding_their_values():
     w = graph.Variable(np.array([[1.0, -1.0], [0.5, 2.0]], np.float32), name="layer/w")
     g, phs, outs = _op_graph(lambda x: graph.argmax(graph.matmul(x, w), axis=-1), (np.float32, [None, 2]))
