@@ -139,11 +139,22 @@ def _fmod_grad(op, g):
     return [unbroadcast(op, 0, g) if op.needs(0) else None, gy]
 
 
+def _logaddexp_weight(x, y, z, exp):
+    """e^(x - z), the weight of x in z = log(e^x + e^y); where x and z are the same infinity (x - z is NaN), its
+    limit: 1/2 where y is that infinity too (the weights of equal operands), else 1 (x = +inf > y). So a sum
+    of probabilities in log space started at -inf (a CTC or HMM forward recursion, log(0) for an unreachable
+    state) passes no NaN back from the states that stay at -inf: their gradient is 0 * 1/2."""
+    same_infinity = m.logical_and(u.BUILDERS["IsInf"](x), m.equal(x, z))
+    zero = zeros_like(z)
+    w = exp(m.sub(where(same_infinity, zero, x), where(same_infinity, zero, z)))  # (no inf - inf computed)
+    return where(same_infinity, where(m.equal(x, y), m.mul(ones_like(w), 0.5), ones_like(w)), w)
+
+
 def _logaddexp_grads(op, g, exp):
     """z = log(e^x + e^y): dz = e^(x - z) dx + e^(y - z) dy (base 2 for logaddexp2: exp is exp2)."""
-    z = op.outputs[0]
-    return [unbroadcast(op, 0, m.mul(g, exp(m.sub(op.inputs[0], z)))) if op.needs(0) else None,
-            unbroadcast(op, 1, m.mul(g, exp(m.sub(op.inputs[1], z)))) if op.needs(1) else None]
+    x, y, z = op.inputs[0], op.inputs[1], op.outputs[0]
+    return [unbroadcast(op, 0, m.mul(g, _logaddexp_weight(x, y, z, exp))) if op.needs(0) else None,
+            unbroadcast(op, 1, m.mul(g, _logaddexp_weight(y, x, z, exp))) if op.needs(1) else None]
 
 
 @register_gradient("Logaddexp")

@@ -3,6 +3,7 @@ numpy's values (to the bit, where the kernel is the ufunc itself), dtypes and sh
 dtypes and values (NaN and inf among them), in the compiled and the dataflow mode; gradients equal to finite
 differences; ONNX exports computing the same in onnxruntime, or failing with the reason."""
 import re
+import warnings
 
 import numpy as np
 import pytest
@@ -126,6 +127,30 @@ def test_binary_gradients(op):
     if op == "FloatPower":
         b = np.abs(b)
     check_gradients(BINARY[op], a, b)
+
+
+@pytest.mark.parametrize("logaddexp", [np.logaddexp, np.logaddexp2], ids=lambda f: f.__name__)
+def test_logaddexp_gradients_where_operands_are_infinite(logaddexp):
+    """A sum of probabilities in log space started at log(0) = -inf, as a CTC or HMM forward recursion starts:
+    a state that stays at -inf (both operands -inf) passes no NaN back, its weights' limit 1/2 times a zero
+    gradient; +inf takes the whole gradient from a finite operand and half of it from another +inf."""
+    inf = np.inf
+    x = np.array([[0.3, -1.2, 0.5], [0.7, 0.2, -0.4]])
+
+    def recursion(t):
+        alpha = t + np.array([[0.0, -inf, -inf], [0.0, 0.0, -inf]])  # unreachable states at -inf
+        summed = logaddexp(alpha[0], alpha[1])                       # [finite, finite, -inf]
+        return logaddexp(summed, np.array([-inf, -inf, 0.0]))        # finite everywhere
+    check_gradients(recursion, x)
+    g = G.Graph()
+    with g.as_default():
+        a, b = G.placeholder(np.float64, (4,), name="a"), G.placeholder(np.float64, (4,), name="b")
+        da, db = grad.gradients(G.reduce_sum(logaddexp(a, b)), [a, b])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no inf - inf computed on the way
+        got = Session(g).run([da, db], {a: np.array([-inf, inf, inf, -inf]), b: np.array([-inf, 1.0, inf, 2.0])})
+    np.testing.assert_array_equal(got[0], [0.5, 1.0, 0.5, 0.0])
+    np.testing.assert_array_equal(got[1], [0.5, 0.0, 0.5, 1.0])
 
 
 def test_ldexp_and_composed_gradients():
