@@ -1,5 +1,6 @@
 """ONNX lowerings of the numpy functions np.pad, np.einsum, np.cumsum, np.sort and np.argsort (and of what
-their gradients build), in the table `NUMPY_LOWERINGS`.
+their gradients build), in the table `NUMPY_LOWERINGS`; of the NumpyCalls np.nonzero (np.where of one
+argument), np.flatnonzero and np.argwhere, as NonZero.
 
 What ONNX has no operator for fails the export with the reason: np.cumprod and its gradient, the pad
 modes "symmetric" and "wrap" (opset 18) and their gradients, a reflection wider than its axis, an
@@ -105,8 +106,32 @@ def _permute(em: Emitter, node: Node, ins: list) -> list:
     return [em("GatherElements", ins[0], em.input_as(ins, 1, _INT64), axis=node.attrs["axis"])]
 
 
+def _nonzero(em: Emitter, node: Node, ins: list) -> list | None:
+    """np.nonzero(x) (and np.where(x)), np.flatnonzero and np.argwhere of one tensor: ONNX NonZero, whose
+    (rank, count) indices are numpy's, in row-major order; None for another call."""
+    function, attrs = node.attrs["function"], node.attrs
+    if (function not in ("numpy.nonzero", "numpy.where", "numpy.flatnonzero", "numpy.argwhere") or attrs["method"]
+            or tuple(attrs["args"]) != (None,) or dict(attrs["kwargs"]) or len(ins) != 1):
+        return None
+    x = node.inputs[0]
+    if x.dtype not in _NONZERO:  # what onnxruntime's NonZero takes; the others are compared with zero first
+        ins = [em("Not", em("Equal", ins[0], em.const(0, x.dtype)))]
+    if function == "numpy.flatnonzero":
+        return [em("Reshape", em("NonZero", em("Reshape", ins[0], em.i64(-1))), em.i64(-1))]
+    found = em("NonZero", ins[0])
+    if function == "numpy.argwhere":
+        return [em("Transpose", found, perm=[1, 0])]
+    return [em("Gather", found, em.const(k, _INT64), axis=0) for k in range(len(node.outputs))]
+
+
+_NONZERO = (np.dtype(np.bool_), np.dtype(np.int32), np.dtype(np.int64), np.dtype(np.uint8), np.dtype(np.float32))
+
+
 @_lowering("NumpyCall")
 def _numpy_call(em: Emitter, node: Node, ins: list) -> list:
+    outputs = _nonzero(em, node, ins)
+    if outputs is not None:
+        return outputs
     name = display_name(node.attrs["function"], node.attrs["method"])
     raise em.fail(f"{name} runs numpy's own function on the values when the graph runs, and ONNX has no operator "
                   "for it: build the value from graph ops that export, or compute it outside the exported model")

@@ -19,7 +19,8 @@ A function whose result dtype depends on the values (np.linalg.eig of a real mat
 is refused unless its inputs are complex, and the kernel checks every result against the inferred dtype
 and shape. Only numpy's own functions are called (a saved graph naming anything else does not load);
 functions with effects (writing into an argument or a file) and np.random are refused. NumpyCall has no
-gradient (grad raises, naming the function) and no ONNX form (the export fails naming it).
+gradient (grad raises, naming the function) and no ONNX form (the export fails naming it), but for
+np.nonzero, where(cond), flatnonzero and argwhere (graph/onnx/numpy_ops.py).
 """
 from __future__ import annotations
 

@@ -163,6 +163,27 @@ def test_onnx_export_of_numpy_call_names_the_function_and_the_line():
         export(g, [x], [y])
 
 
+@pytest.mark.parametrize("dtype", [np.bool_, np.int64, np.float64, np.float32, np.int16])
+def test_onnx_export_of_nonzero_where_flatnonzero_and_argwhere(dtype):
+    """The positions of the nonzero elements, numpy's row-major order, as ONNX NonZero (a dtype NonZero does
+    not take is compared with zero first)."""
+    pytest.importorskip("onnx")
+    from graph.onnx import export
+    from tests.graph.onnx_checks import check_same, default_runtime
+    g = G.Graph()
+    with g.as_default():
+        x = G.placeholder(dtype, (3, 4), name="x")
+        v = G.placeholder(dtype, (None,), name="v")
+        outs = [*np.nonzero(x), *np.where(x), np.flatnonzero(x), np.argwhere(x), np.nonzero(v)[0], np.argwhere(v)]
+    model = export(g, [x, v], outs)
+    sess = default_runtime(model)
+    for value in (np.array([[0, 1, 0, 2], [3, 0, 0, 0], [0, 0, 1, 1]]), np.zeros((3, 4)), np.ones((3, 4))):
+        feeds = {"x": value.astype(dtype), "v": value[0].astype(dtype)}
+        want = Session(g).run(outs, {x: feeds["x"], v: feeds["v"]})
+        for k, (a, b) in enumerate(zip(sess.run(None, feeds), want, strict=True)):
+            check_same(a, b, f"output {k}")
+
+
 def test_save_and_load_keep_numpy_calls(tmp_path):
     g = G.Graph()
     with g.as_default():
