@@ -24,6 +24,7 @@ from graph.logs import get_logger
 from graph.node import Tensor
 from graph.saving import Output, Signature, load_saved
 from transpile import captured_state, conversion, fast_calls, operators, signatures
+from transpile.errors import swap_without_device
 from transpile.operators.leaves import mark_weak_type
 from transpile.operators.loop_options import memory_policy_options
 from transpile.operators.outputs import Finished, NumberOutput, output_value
@@ -241,6 +242,10 @@ class Function:
         self.maximum_iterations = None if maximum_iterations is None else int(maximum_iterations)
         self.memory_policy = None if memory_policy is None and checkpoint_every is None else \
             memory_policy_options(memory_policy, checkpoint_every)
+        if memory_policy == "swap" and device is None:
+            code = _python_function(fn).__code__
+            where = graph.errors.SourceLocation(code.co_filename, code.co_firstlineno)
+            raise ValueError(swap_without_device(getattr(fn, "__qualname__", code.co_name), str(where)))
         self._fast = None  # the fast call of the trace the last general-path call ran
         if isinstance(fn, Function):
             fn = fn.python_function

@@ -25,3 +25,11 @@ class UncatchableError(BaseException):
     def __init__(self, error: Exception):
         super().__init__(str(error))
         self.error = error
+
+
+def swap_without_device(name: str, where: str) -> str:
+    """The message for `transpile.function(memory_policy="swap")` without a device: swapping moves saved
+    values from a device's memory to the host's, so without a device nothing would swap (as Session says)."""
+    return (f"{where}: transpile.function({name}, memory_policy='swap') needs a device whose memory it manages: "
+            "pass device=SimulatedDevice(memory_limit=...) (exec.device) or device=CupyDevice() with it, or use "
+            "memory_policy='recompute', which saves less of each loop on the host without one")

@@ -152,8 +152,10 @@ class Device:
                 raise DeviceOutOfMemory(
                     f"out of memory on {self.name} allocating {nbytes} bytes for {label}: {self.bytes_in_use} of "
                     f"its {self.memory_limit} bytes are in use. Lower the batch or sequence length, or let loops "
-                    "swap saved values to host memory (while_loop(swap_memory=True), or "
-                    "Session(memory_policy='swap'))")
+                    "swap saved values to host memory: transpile.function(..., device=..., memory_policy='swap') "
+                    "(or transpile.loop_options(memory_policy='swap') in one loop's body), "
+                    "while_loop(swap_memory=True) or Session(memory_policy='swap') with the graph API; "
+                    "memory_policy='recompute' saves less instead")
             self.bytes_in_use = used
             if used > self.peak_bytes:
                 self.peak_bytes = used

@@ -33,3 +33,15 @@ def test_a_converted_training_step_saves_on_its_device(mode):
     with pytest.raises(RunError, match="out of memory on /gpu:0 allocating 2560 bytes for the value saved by") as e:
         transpile.function(step, mode=mode, device=small)(w, x, 30)
     assert isinstance(e.value.__cause__, DeviceOutOfMemory)
+    assert "transpile.function(..., device=..., memory_policy='swap')" in str(e.value)  # the decorator's fix
+
+
+def test_swap_without_a_device_is_refused_naming_the_function():
+    """Swapping moves saved values off a device: without one, memory_policy='swap' would do nothing."""
+    with pytest.raises(ValueError, match=r"test_swap_transpile\.py:\d+: transpile\.function\(rnn_loss, "
+                                         r"memory_policy='swap'\) needs a device.*device=SimulatedDevice"):
+        transpile.function(rnn_loss, memory_policy="swap")
+    with pytest.raises(ValueError, match="needs a device"):
+        transpile.function(memory_policy="swap")(rnn_loss)
+    transpile.function(rnn_loss, memory_policy="swap", device=SimulatedDevice(memory_limit=10**6))
+    transpile.function(rnn_loss, memory_policy="recompute")  # needs no device
