@@ -10,13 +10,14 @@ import numpy as np
 # exec/session.py alone in exec may import dist, and only its graph-level modules (docs/design.md, "Layering")
 from dist.partition import partition
 from dist.placement import place
+from exec import profiler
 from exec.compiled import MODES, Program, Unstructured, compile_program, make_entry, select_program
 from exec.device.swapping import DeviceMemoryManager
 from exec.multi_device import DevicesPlan, execute, plan_run
 from exec.plan import Plan
 from exec.pool import Pool
 from exec.runtime import Runtime
-from exec.timeline import Timeline, traced_plan
+from exec.timeline import Timeline, traced_devices_plan, traced_kernel, traced_plan
 from graph import dtypes as _dt
 from graph import nest
 from graph import shapes as _sh
@@ -80,6 +81,8 @@ class Session:
         self._runners: dict[tuple, _Runner] = {}
         self._programs: dict[int, tuple] = {}  # id(plan) -> (plan, its compiled program or None)
         self._compilations: dict[int, tuple] = {}  # id(plan) -> (plan, its Program or Unstructured)
+        # id(plan) -> (plan, timeline, what runs the plan recording its kernels there): see _recorder
+        self._recorders: dict[int, tuple] = {}
 
     # -- running ---------------------------------------------------------------------------
     def run(self, fetches, feed_dict: dict | None = None, trace: str | None = None):
@@ -95,8 +98,9 @@ class Session:
         Its shape must match the tensor's known dims (ValueError otherwise).
 
         `trace` (a file name) writes the run's timeline there as a Chrome/Perfetto trace
-        (exec/timeline.py): kernel spans per executor thread, the device's stream spans and its
-        memory in use. A traced run runs on the dataflow executor, whose kernels it times.
+        (exec/timeline.py): kernel spans per thread, in the mode that runs the plan (compiled code,
+        the dataflow executor, each device's part), the device's stream spans and its memory in use.
+        Inside `with exec.profile(path):` every run is recorded so (exec/profiler.py).
         """
         flat = nest.flatten(fetches)
         feed_dict = feed_dict or {}
@@ -109,17 +113,24 @@ class Session:
             if len(self._runners) > 64:
                 self._runners.clear()
             self._runners[key] = runner
-        if trace is None:
+        recording = profiler.active()
+        if trace is None and recording is None:
             out = runner.run(self, list(feed_dict.values()))
         else:
-            out = self._traced_run(runner, list(feed_dict.values()), trace)
+            timeline = Timeline() if trace is not None else recording.timeline
+            out = self._recorded_run(runner, list(feed_dict.values()), timeline, "Session.run")
+            if trace is not None:
+                timeline.write(trace)
         return nest.pack_as(fetches, out) if not isinstance(fetches, (Tensor, Node)) else out[0]
 
-    def _traced_run(self, runner: "_Runner", values: list, path: str) -> list:
-        timeline, device = Timeline(), self.device
+    def _recorded_run(self, runner: "_Runner", values, timeline: Timeline, name: str) -> list:
+        """`runner.run(self, values)`, its kernels, its device's streams and memory recorded on `timeline`,
+        inside a span `name` on the calling thread's track of process "runs"."""
+        device = self.device
         if device is not None:
             device.timeline = timeline
             device._count_memory()
+        start = time.perf_counter()
         try:
             out = runner.run(self, values, timeline)
             if device is not None:
@@ -127,15 +138,24 @@ class Session:
         finally:
             if device is not None:
                 device.timeline = None
-        timeline.write(path)
+            timeline.span(f"runs {threading.current_thread().name}", name, start, time.perf_counter(),
+                          {"mode": runner.recorded_mode}, process="runs")
         return out
 
-    def make_callable(self, fetches: list, feed_list=()):
+    def _call(self, runner: "_Runner", values, name: str) -> list:
+        """A call of a `make_callable` function: recorded while a profile is open."""
+        recording = profiler.active()
+        if recording is None:
+            return runner.run(self, values)
+        return self._recorded_run(runner, values, recording.timeline, name)
+
+    def make_callable(self, fetches: list, feed_list=(), name: str = "Session callable"):
         """A function of the values of the tensors `feed_list` (in that order) that runs the flat
         list `fetches` like `run(fetches, dict(zip(feed_list, values)))`, with all that does not
-        change between runs worked out once: for a program that runs the same step many times."""
+        change between runs worked out once: for a program that runs the same step many times.
+        `name` names its calls' spans in a profile (exec/profiler.py)."""
         runner = _Runner(list(fetches), list(feed_list))
-        slow = lambda *values: runner.run(self, values)  # noqa: E731
+        slow = lambda *values: self._call(runner, values, name)  # noqa: E731
         try:  # a compiled plan gets an entry that does per call only what changes between calls
             plan = self._plan(runner.ids + (self.graph.version,), runner.tensors, runner.targets, runner.feeds)
         except Exception:  # the first call raises it, as run would
@@ -144,7 +164,7 @@ class Session:
         if program is None:
             return slow
         return make_entry(program, runner.feeds, [_feed_check(t) for t in runner.feeds], runner.kinds, self.graph,
-                          slow, _to_numpy)
+                          slow, _to_numpy, recording=profiler.RECORDING)
 
     def _plan(self, key: tuple, tensors, targets, feeds) -> Plan:
         plan = self._plans.get(key)
@@ -164,6 +184,29 @@ class Session:
                 self._compilations.clear()
             self._plans[key] = plan
         return plan
+
+    def _recorder(self, plan, runner: "_Runner", program, timeline: Timeline):
+        """(mode, `run(values, pool)`): what runs `plan` recording its kernels on `timeline`, in the mode
+        that runs it unrecorded (`program`: its compiled program, or None). Made once per plan and timeline:
+        a profile records many runs of the same plans."""
+        got = self._recorders.get(id(plan))
+        if got is not None and got[0] is plan and got[1] is timeline:
+            return got[2]
+        if isinstance(plan, DevicesPlan):
+            traced = traced_devices_plan(plan, timeline, self.runtime)
+            made = ("devices", lambda values, pool: execute(traced, values, pool))
+        elif program is not None:
+            def wrap(node, fn):
+                return traced_kernel(fn, node, timeline, self.runtime, "compiled")
+            with_spans = compile_program(runner.tensors, runner.targets, runner.feeds, self.runtime, wrap_kernel=wrap)
+            made = ("compiled", lambda values, pool: with_spans(values))
+        else:
+            traced = traced_plan(plan, timeline, self.runtime)
+            made = ("dataflow", lambda values, pool: execute(traced, values, pool))
+        if len(self._recorders) > 64:
+            self._recorders.clear()
+        self._recorders[id(plan)] = (plan, timeline, made)
+        return made
 
     def _compiled(self, plan: Plan, tensors, targets, feeds):
         """The compiled program that runs `plan` in this session's mode, or None: the executor runs it."""
@@ -222,6 +265,7 @@ class Session:
         self._runners.clear()
         self._programs.clear()
         self._compilations.clear()
+        self._recorders.clear()
 
     def __enter__(self):
         return self
@@ -257,6 +301,7 @@ class _Runner:
         self.checks: list = []      # per fed tensor: its value's check (see _feed_check)
         self.version = None         # the graph version that `checks` were made for
         self.planned = (None, None)  # the last plan run, and the pool it runs with
+        self.recorded_mode = None   # what ran its last recorded run: "compiled", "dataflow" or "devices"
 
     def run(self, session: Session, values, timeline: Timeline | None = None) -> list:
         """The flat fetches' values after a run of `session` with `values` fed to the fed tensors (in order)."""
@@ -271,10 +316,9 @@ class _Runner:
         if plan is not last:
             pool = _shared_pool(session.inter_op_threads) if plan.uses_pool else None
             self.planned = (plan, pool)
-        if timeline is not None and not isinstance(plan, DevicesPlan):  # a partitioned run is not traced yet
-            if pool is None and plan.uses_pool:
-                pool = _shared_pool(session.inter_op_threads)
-            results = execute(traced_plan(plan, timeline, session.runtime), values, pool)
+        if timeline is not None:
+            self.recorded_mode, recorded = session._recorder(plan, self, program, timeline)
+            results = recorded(values, pool)
         else:
             results = program(values) if program is not None else execute(plan, values, pool)
         out = []

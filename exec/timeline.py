@@ -1,10 +1,13 @@
-"""Timelines of runs: `Session.run(..., trace="run.json")` writes one as a Chrome/Perfetto trace.
+"""Timelines of runs, written as Chrome/Perfetto traces: `Session.run(..., trace="run.json")` writes one
+run's, `exec.profile` (`transpile.profile`) every run's while it is open (exec/profiler.py).
 
-A `Timeline` collects spans (a kernel on an executor thread, a copy or kernel on a device
-stream) and counter samples (memory in use) from any thread, and writes the JSON
-"traceEvents" format that chrome://tracing and ui.perfetto.dev open: process "executor"
-has a track per executor thread (the scheduler, the pool's workers), each device a
-process with a track per stream, and the memory counters are tracks of their process.
+A `Timeline` collects spans (a run, a kernel on an executor thread or in a compiled program, a
+copy or kernel on a device stream) and counter samples (memory in use) from any thread, and
+writes the JSON "traceEvents" format that chrome://tracing and ui.perfetto.dev open: process
+"executor" has a track per dataflow executor thread (the scheduler, the pool's workers),
+"compiled" a track per thread that ran compiled programs, each device of a partitioned run a
+process with a track per thread, each device with streams a process with a track per stream;
+the memory counters are tracks of their process, and "runs" holds one span per run.
 """
 from __future__ import annotations
 
@@ -19,6 +22,9 @@ STACK_OPS = frozenset({"StackPush", "StackPop", "StackConcat", "StackSplit"})
 class Timeline:
     def __init__(self):
         self.start = time.perf_counter()
+        # the wall clock at `start`: traces of several processes (MPI ranks) are aligned by it when merged
+        self.start_unix_us = time.time_ns() // 1000
+        self.metadata: dict = {}  # written as the trace's "otherData" (e.g. the MPI rank)
         self._lock = threading.Lock()
         self._events: list = []
         self._tracks: dict[tuple, tuple] = {}  # (process, track) -> (pid, tid)
@@ -60,23 +66,34 @@ class Timeline:
             meta += [{"name": "thread_name", "ph": "M", "pid": pid, "tid": tid, "args": {"name": track}}
                      for (_, track), (pid, tid) in self._tracks.items()]
             events = sorted(self._events, key=lambda e: e["ts"])
-        return {"traceEvents": meta + events, "displayTimeUnit": "ms"}
+        return {"traceEvents": meta + events, "displayTimeUnit": "ms",
+                "otherData": {"start_unix_us": self.start_unix_us, **self.metadata}}
 
     def write(self, path: str) -> None:
         with open(path, "w") as f:
             json.dump(self.to_json(), f)
 
 
-def traced_plan(plan, timeline: Timeline, runtime):
-    """A copy of `plan` whose kernels record their spans on `timeline` (and, for stack kernels, the
-    bytes that the memory manager of `runtime`, the session's, holds after them)."""
+def traced_plan(plan, timeline: Timeline, runtime, process: str = "executor"):
+    """A copy of `plan` whose kernels record their spans on `timeline`, on a track per thread of
+    `process` (and, for stack kernels, the bytes that the memory manager of `runtime`, the session's,
+    holds after them)."""
     traced = copy.copy(plan)
-    traced.fn = [f if f is None else _traced_kernel(f, node, timeline, runtime)
+    traced.fn = [f if f is None else traced_kernel(f, node, timeline, runtime, process)
                  for f, node in zip(plan.fn, plan.nodes)]
     return traced
 
 
-def _traced_kernel(fn, node, timeline: Timeline, runtime):
+def traced_devices_plan(plan, timeline: Timeline, runtime):
+    """A copy of a multi_device.DevicesPlan whose parts are traced plans, each device a process."""
+    traced = copy.copy(plan)
+    traced.parts = [(device, traced_plan(part, timeline, runtime, process=device), *rest)
+                    for device, part, *rest in plan.parts]
+    return traced
+
+
+def traced_kernel(fn, node, timeline: Timeline, runtime, process: str):
+    """`fn`, node's kernel, recording each call as a span on the calling thread's track of `process`."""
     name = f"{node.op} {node.name}"
     args = {"source": str(node.source)} if node.source else None
     stack_op = node.op in STACK_OPS
@@ -88,9 +105,9 @@ def _traced_kernel(fn, node, timeline: Timeline, runtime):
             return fn(*inputs)
         finally:
             t1 = perf_counter()
-            timeline.span(f"executor {current().name}", name, t0, t1, args, process="executor")
+            timeline.span(f"{process} {current().name}", name, t0, t1, args, process=process)
             memory = runtime.memory  # made by the first StackNew where the session has no device
             if stack_op and memory is not None:
-                timeline.counter("executor saved bytes", t1, {"saved bytes": memory.bytes_in_use},
-                                 process="executor")
+                timeline.counter(f"{process} saved bytes", t1, {"saved bytes": memory.bytes_in_use},
+                                 process=process)
     return kernel

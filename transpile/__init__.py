@@ -17,10 +17,11 @@ from transpile.api import (
            export_onnx,
            function,
            load,
+           profile,
            to_code,
 )
 from transpile.errors import ConversionError
 from transpile.operators import ConditionallyDefinedError, StagingError, loop_options
 
 __all__ = ["function", "Function", "convert", "to_code", "do_not_convert", "load", "SavedFunction", "export_onnx",
-           "loop_options", "ConversionError", "StagingError", "ConditionallyDefinedError"]
+           "profile", "loop_options", "ConversionError", "StagingError", "ConditionallyDefinedError"]

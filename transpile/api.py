@@ -19,6 +19,7 @@ import graph.errors
 import graph.onnx
 from exec import Session
 from exec.compiled import MODES
+from exec.profiler import profile  # noqa: F401  (transpile.profile: traces of calls, exec/profiler.py)
 from graph import nest
 from graph.logs import get_logger
 from graph.node import Tensor
@@ -557,7 +558,7 @@ class Function:
         # fetched after the results, and the effects node last: its result (None) is past the others
         fed += captured_placeholders
         trace.run = trace.session.make_callable(
-            fetches + captured.fetches + [w.value for w in argument_writes] + [effects], fed)
+            fetches + captured.fetches + [w.value for w in argument_writes] + [effects], fed, name=self._name)
         trace.fed = fed
         if self._positional is not None and all(leaves is None for _, leaves in trace.fed_arguments) \
                 and not argument_writes:

@@ -24,17 +24,20 @@ _INT64_MIN, _INT64_MAX = int(np.iinfo(np.int64).min), int(np.iinfo(np.int64).max
 
 
 def make_entry(program: Program, feeds: list, checks: list, kinds: list, graph, slow: Callable,
-               to_numpy: Callable) -> Callable:
+               to_numpy: Callable, recording=None) -> Callable:
     """`entry(*values)`: `slow(*values)` (the session's runner) with its work done once for
     `program`: `feeds` are the fed tensors, `checks` the session's check of each one's value,
     `kinds` how each fetch comes back ((kind, k, dtype): "t" the k-th tensor fetch converted
     to `dtype`, "v" Variable k's value after the run, else None). While `graph` changes
-    nothing (its version), the entry runs `program` directly; after a change, `slow`."""
+    nothing (its version), the entry runs `program` directly; after a change, `slow`. So does it while
+    `recording.profile` is not None (exec/profiler.py: a profile is open and `slow` records the run)."""
     names = [f"v{k}" for k in range(len(feeds))]
     env = {"program": program.function, "graph": graph, "slow": slow, "to_numpy": to_numpy,
            "ndarray": np.ndarray, "VERSION": graph.version}
+    recorded = " or RECORDING.profile is not None" if recording is not None else ""
+    env["RECORDING"] = recording
     lines = [f"def entry({', '.join(names)}):",
-             "    if graph.version != VERSION:",
+             f"    if graph.version != VERSION{recorded}:",
              f"        return slow({', '.join(names)})"]
     for k, (t, check) in enumerate(zip(feeds, checks, strict=True)):
         env[f"check{k}"], env[f"D{k}"] = check, t.dtype

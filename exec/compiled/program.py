@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import itertools
 import linecache
+from typing import Callable
 
 import numpy as np
 
@@ -44,20 +45,25 @@ class Program:
 
 
 def compile_program(fetches: list[Tensor], targets: list[Node], feeds: list[Tensor], rt,
-                    name: str = "program") -> Program:
+                    name: str = "program", wrap_kernel: Callable | None = None) -> Program:
     """Compiles what running `fetches` and `targets` with `feeds` fed does; raises
-    structure.Unstructured where the graph's control flow is not one the compiler handles."""
+    structure.Unstructured where the graph's control flow is not one the compiler handles.
+    `wrap_kernel(node, kernel)`, when given, is what the program calls instead of each kernel (a
+    profile's timing wrapper: exec/timeline.py)."""
     with _kernels.feeding(t.node for t in feeds):  # a fed node's value is never baked into a kernel
-        return _compile(fetches, targets, feeds, rt, name)
+        return _compile(fetches, targets, feeds, rt, name, wrap_kernel)
 
 
-def _compile(fetches: list[Tensor], targets: list[Node], feeds: list[Tensor], rt, name: str) -> Program:
+def _compile(fetches: list[Tensor], targets: list[Node], feeds: list[Tensor], rt, name: str,
+             wrap_kernel: Callable | None = None) -> Program:
     program = structure(fetches, targets, feeds)
     constant_of = lambda node: _kernels.get_kernel(node, rt)()  # noqa: E731
     folded = fold_constants(program.steps, lambda node: _kernels.get_kernel(node, rt), constant_of,
                             frozenset(program.fed))
     drop_unread(program)
     kernel_of = _kernel_chooser(program, rt, folded)
+    if wrap_kernel is not None:
+        kernel_of = _wrapped(kernel_of, wrap_kernel)
     serial = next(_serial)
     filename = f"<compiled {name} #{serial}>"
     helpers = {"DEAD": runtime.DEAD, "TRUE": np.True_, "dead": runtime.dead, "failed": runtime.failed,
@@ -93,6 +99,18 @@ def _kernel_chooser(program: Structured, rt, folded: dict):
             fn = layout.packed(_kernels.get_kernel(node, rt))
         chosen[node] = fn if fn is not None else _kernels.get_kernel(node, rt)
     return chosen.__getitem__
+
+
+def _wrapped(kernel_of: Callable, wrap_kernel: Callable) -> Callable:
+    """kernel_of with each node's kernel wrapped once (the generated code binds one global per kernel)."""
+    made: dict = {}
+
+    def wrapped_kernel_of(node: Node):
+        fn = made.get(node)
+        if fn is None:
+            fn = made[node] = wrap_kernel(node, kernel_of(node))
+        return fn
+    return wrapped_kernel_of
 
 
 def _calls(steps):

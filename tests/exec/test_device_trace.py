@@ -11,18 +11,19 @@ from tests.exec.device_fixtures import KINDS, make_device
 from tests.exec.test_swap import rnn
 
 
+@pytest.mark.parametrize("mode,process", [("compiled", "compiled"), ("dataflow", "executor")])
 @pytest.mark.parametrize("kind", KINDS)
-def test_a_trace_has_executor_threads_device_streams_and_memory(kind, tmp_path):
+def test_a_trace_has_executor_threads_device_streams_and_memory(kind, mode, process, tmp_path):
     g, feed, dw = rnn(30, swap_memory=True)
     device = make_device(kind, memory_limit=100_000)
-    s = Session(g, device=device, mode="compiled")  # a traced run goes through the executor anyway
+    s = Session(g, device=device, mode=mode)  # a traced run runs in the mode an untraced one does
     want = s.run(dw, feed)
     path = tmp_path / "run.json"
     np.testing.assert_array_equal(s.run(dw, feed, trace=str(path)), want)
     trace = json.loads(path.read_text())
     events = trace["traceEvents"]
     tracks = {e["args"]["name"] for e in events if e["ph"] == "M" and e["name"] == "thread_name"}
-    assert "executor MainThread" in tracks
+    assert {f"{process} MainThread", "runs MainThread"} <= tracks
     assert {"/gpu:0 compute stream", "/gpu:0 h2d stream", "/gpu:0 d2h stream"} <= tracks
     spans = [e for e in events if e["ph"] == "X"]
     assert all(e["dur"] >= 0 and {"pid", "tid", "ts", "name"} <= e.keys() for e in spans)
@@ -37,7 +38,7 @@ def test_a_trace_has_executor_threads_device_streams_and_memory(kind, tmp_path):
 def test_a_trace_without_a_device_has_the_saved_bytes(tmp_path):
     g, feed, dw = rnn(10, swap_memory=False)
     path = tmp_path / "cpu.json"
-    Session(g).run(dw, feed, trace=str(path))
+    Session(g, mode="dataflow").run(dw, feed, trace=str(path))
     series = memory_series(str(path))
     times, values = series["executor saved bytes: saved bytes"]
     assert times == sorted(times) and max(values) >= 10 * 8 * 40 * 8 and values[-1] == 0
