@@ -36,13 +36,14 @@ import sys
 import threading
 import time
 from collections import deque
+from typing import Callable
 
 import numpy as np
 
 from dist import wire
 from dist.exchange import Exchange, exchange_of
 from exec import multi_device
-from exec.rendezvous import LocalRendezvous, Rendezvous
+from exec.rendezvous import LocalRendezvous, Rendezvous, describe_key
 from graph.devices import task_of
 
 # MPI tags: a value's header, an abort of a step, the message that stops the receive thread, a
@@ -324,8 +325,10 @@ class MpiRendezvous(Rendezvous):
     """
 
     def __init__(self, comm=None, step: int | None = None, timeout: float | None = None,
-                 transport: MpiTransport | None = None):
+                 transport: MpiTransport | None = None, describe: Callable[[str], str] | None = None):
         self.transport = transport or MpiTransport.of(comm)
+        # what a key's value is in the user's terms, for the errors about one that did not come
+        self.describe = describe if describe is not None else (lambda key: f"its value {key!r}")
         self.rank = self.transport.rank
         self.step = self.transport.next_step() if step is None else step
         if timeout is None:
@@ -384,13 +387,13 @@ class MpiRendezvous(Rendezvous):
             if lost:
                 sender = _send_task(lost[0])
                 self.abort(RemoteRunError(sender, f"rank {sender} exited while rank {self.rank} still waited "
-                                                  f"for its value {lost[0]!r} (step {self.step})"))
+                                                  f"for {self.describe(lost[0])}"))
                 return True
         now = time.monotonic()
         late = [k for k, deadline in list(self._waiting.items()) if deadline < now]
         if late:
             self.abort(RendezvousTimeout(
-                f"rank {self.rank} waited more than {self.timeout:g} s for {late[0]!r} (step {self.step}); "
+                f"rank {self.rank} waited more than {self.timeout:g} s for {self.describe(late[0])}; "
                 "the rank that sends it may have hung or died. Set FLOWGRAPH_RECV_TIMEOUT (seconds) or "
                 "MpiRendezvous(timeout=...) if its work legitimately takes longer"))
             return True
@@ -478,7 +481,9 @@ class MpiProcessGroup:
             raise RuntimeError(f"the run uses device(s) {', '.join(beyond)}, but this MPI job has {size} rank(s) "
                                f"(tasks 0-{size - 1}): start it with -n {max(tasks.values()) + 1}")
         # two steps a run on every rank, whatever happens: the run, and what the ranks exchange around it
-        rdv = MpiRendezvous(timeout=self.timeout, transport=transport)
+        # a value that does not come is named by the user's op and loop iteration, not by its key
+        rdv = MpiRendezvous(timeout=self.timeout, transport=transport,
+                            describe=lambda key: describe_key(key, plan.partitioned.graph))
         channel = MpiRendezvous(timeout=self.timeout, transport=transport)
         local = {d for d, t in tasks.items() if t == rank}
         exchange = Exchange(exchange_of(plan), rank, size, local, channel, rdv)

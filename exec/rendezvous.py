@@ -24,7 +24,10 @@ and of different instances of an inner loop, never share a key.
 from __future__ import annotations
 
 import threading
+from dataclasses import dataclass
 from typing import Callable, Iterable
+
+from exec.compiled.runtime import describe_iterations
 
 
 class Aborted:
@@ -43,6 +46,77 @@ def rendezvous_key(send_device: str, recv_device: str, tensor_name: str, frame_t
     """The key of the value of edge `tensor_name` from `send_device` to `recv_device` in the iteration
     that `frame_tag` names ("" at the top level)."""
     return f"{send_device};{recv_device};{tensor_name};{frame_tag}"
+
+
+@dataclass(frozen=True, slots=True)
+class RendezvousKey:
+    """A key's fields (see `rendezvous_key`): the edge's devices, its tensor and the iteration it is of."""
+
+    send_device: str
+    recv_device: str
+    tensor_name: str
+    frame_tag: str
+
+    @classmethod
+    def parse(cls, key: str) -> RendezvousKey | None:
+        """The fields of a key `rendezvous_key` built, or None for any other string."""
+        parts = key.split(";")
+        return cls(*parts) if len(parts) == 4 else None
+
+    def iterations(self) -> list[tuple[int, str]]:
+        """The (iteration, frame name) pairs of its frame tag, innermost first."""
+        pairs = [part.rpartition("@") for part in self.frame_tag.split("|") if part]
+        return [(int(n), name) for name, _, n in reversed(pairs)]
+
+
+def describe_key(key: str, graph) -> str:
+    """What the value under `key` is, in the user's terms, for errors about a value that did not come:
+    "the value of Add computed at /path/f.py:5, sent from /task:1/cpu:0 to /task:0/cpu:0, in iteration
+    12 of the while loop at /path/f.py:3 (frame while)". `graph` is the partitioned graph whose Send and
+    Recv the key joins; the key itself where that graph lacks them."""
+    fields = RendezvousKey.parse(key)
+    recv = _recv_of(fields, graph) if fields is not None else None
+    if recv is None:
+        return f"the value under rendezvous key {key!r}"
+    value = _sent_value(fields.tensor_name, graph)
+    text = f"{_describe_value(value, recv)}, sent from {fields.send_device} to {fields.recv_device}"
+    iterations = fields.iterations()
+    if iterations:
+        text += ", " + describe_iterations(recv, iterations)
+    return text
+
+
+def _describe_value(value, recv) -> str:
+    """The sent value as the user knows it (a loop variable, an input), else by its op and full file:line
+    (a rank's log is read away from the code, so the path is kept); a control dependency's signal by the
+    op it waits for."""
+    where = f" at {recv.source}" if recv.source is not None else ""
+    if value is None:
+        return f"the signal that the op built{where} ran (a control dependency)"
+    named = value.describe()
+    source = value.node.source
+    if source is None or named != f"the value computed at {source.short}":
+        return f"{named} ({value.node.op}{where})"
+    return f"the value of {value.node.op} computed at {source}"
+
+
+def _recv_of(fields: RendezvousKey, graph):
+    """The Recv node of `graph` that receives the key's value, or None."""
+    for node in graph.nodes:
+        if node.op == "Recv" and node.attrs["tensor_name"] == fields.tensor_name \
+                and node.attrs["send_device"] == fields.send_device and node.attrs["recv_device"] == fields.recv_device:
+            return node
+    return None
+
+
+def _sent_value(tensor_name: str, graph):
+    """The tensor a key's `tensor_name` names in `graph`, or None (a control dependency's dummy value)."""
+    if not tensor_name.rpartition(":")[2].isdigit():
+        return None
+    try:
+        return graph.get_tensor(tensor_name)
+    except (KeyError, IndexError):
+        return None
 
 
 def frame_tag(chain: Iterable[tuple[str, int]]) -> str:

@@ -5,7 +5,9 @@ import threading
 import numpy as np
 import pytest
 
-from exec.rendezvous import Aborted, DuplicateKeyError, LocalRendezvous, frame_tag, rendezvous_key
+import graph
+from exec import Session
+from exec.rendezvous import Aborted, DuplicateKeyError, LocalRendezvous, describe_key, frame_tag, rendezvous_key
 
 RENDEZVOUS = {"local": LocalRendezvous}
 
@@ -112,3 +114,40 @@ def test_take_is_an_optional_recv_of_a_value_already_there(rv):
     got, cb = _collector()
     rv.recv("k2", cb)
     assert rv.take("k2") is None  # a waiting recv is not a value
+
+
+def _two_task_loop():
+    """A loop whose predicate and counter are on task 0 and whose body's value is computed on task 1."""
+    g = graph.Graph()
+    with g.as_default():
+        n = graph.placeholder(np.int64, (), name="n")
+
+        def body(i, x):
+            with graph.device("/task:1/cpu:0"):
+                x = x * 0.5 + 1.0  # _BODY_LINE
+            return i + 1, x
+        with graph.device("/task:0/cpu:0"):
+            i, x = graph.while_loop(lambda i, x: i < n, body, (graph.constant(np.int64(0)), graph.constant(3.0)))
+    session = Session(g, inter_op_threads=0)
+    session.run(x, {n: 3})
+    (plan,) = session._plans.values()
+    return plan.partitioned.graph
+
+
+def _line_of(marker: str) -> int:
+    with open(__file__) as f:
+        return next(k for k, line in enumerate(f, 1) if line.rstrip().endswith(marker))
+
+
+def test_a_key_is_described_by_the_users_op_line_and_loop_iteration():
+    """Errors about a value that did not come (an MPI rank that exited or hung) name it so, not by its key."""
+    parted = _two_task_loop()
+    recvs = [r for r in parted.nodes if r.op == "Recv" and r.attrs["send_device"] == "/task:1/cpu:0"]
+    assert recvs
+    a = recvs[0].attrs
+    key = rendezvous_key(a["send_device"], a["recv_device"], a["tensor_name"], frame_tag([("while", 12)]))
+    text = describe_key(key, parted)
+    assert f"test_rendezvous.py:{_line_of('# _BODY_LINE')}" in text
+    assert "sent from /task:1/cpu:0 to /task:0/cpu:0, in iteration 12 of the while loop at" in text
+    assert a["tensor_name"] not in text and "while@12" not in text
+    assert describe_key("not;a key", parted) == "the value under rendezvous key 'not;a key'"

@@ -87,3 +87,6 @@ def test_an_error_outside_a_run_ends_a_plain_mpiexec_job(tmp_path, on_rank_0):
     assert rc not in (0, 124), out
     assert took < 30, f"the job took {took:.0f} s to end:\n{out}"
     assert "rank 1 gave up" in out
+    # rank 0, left waiting, names the value it waited for by the user's op and loop, not by its rendezvous key
+    assert "rank 1 exited while rank 0 still waited for the value of Add computed at" in out, out
+    assert "job.py:14, sent from /task:1/cpu:0 to /task:0/cpu:0, in iteration" in out and "while@" not in out, out
