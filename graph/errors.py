@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import os
+import re
 import sys
 from dataclasses import dataclass
 
@@ -23,12 +24,33 @@ class SourceLocation:
     function: str = ""
 
     def __str__(self) -> str:
-        return f"{self.filename}:{self.lineno}"
+        cell = notebook_cell(self.filename)
+        return f"{self.filename}:{self.lineno}" if cell is None else f"cell [{cell}], line {self.lineno}"
 
     @property
     def short(self) -> str:
         """`file.py:12`: the file's base name and the line, for listings and drawings."""
-        return f"{os.path.basename(self.filename)}:{self.lineno}"
+        cell = notebook_cell(self.filename)
+        return f"{os.path.basename(self.filename)}:{self.lineno}" if cell is None else str(self)
+
+
+# the name IPython's terminal shell compiles cell 3 under: "<ipython-input-3-0123456789ab>"
+_IPYTHON_INPUT = re.compile(r"<ipython-input-(\d+)-[0-9a-f]+>")
+
+
+def notebook_cell(filename: str) -> int | None:
+    """The number of the IPython or Jupyter cell whose code was compiled under `filename`, or None.
+
+    IPython compiles cell 3 as "<ipython-input-3-...>" and Jupyter's kernel as a temporary file
+    ("/tmp/ipykernel_42/123.py"); the shell's compiler maps each name to its cell. Such a name means
+    nothing to the user, who knows the cell as In [3]."""
+    ipython = sys.modules.get("IPython")  # never imported here: a cell exists only where IPython runs
+    shell = ipython.get_ipython() if ipython is not None and hasattr(ipython, "get_ipython") else None
+    cells = getattr(getattr(shell, "compile", None), "_filename_map", None)
+    if isinstance(cells, dict) and cells.get(filename) is not None:
+        return int(cells[filename])
+    match = _IPYTHON_INPUT.fullmatch(filename) if filename.startswith("<") else None
+    return int(match.group(1)) if match else None
 
 
 def register_internal_file(filename: str) -> None:
@@ -41,11 +63,13 @@ def is_internal(filename: str) -> bool:
 
 
 def user_location(skip_internal: bool = True) -> SourceLocation | None:
-    """The innermost stack frame that belongs to user code."""
+    """The innermost stack frame that belongs to user code (a notebook cell's too, whose name starts with "<"
+    like generated code's)."""
     f = sys._getframe(1)
     while f is not None:
         fn = f.f_code.co_filename
-        if not (skip_internal and (is_internal(fn) or fn.startswith(_NUMPY_DIR))) and not fn.startswith("<"):
+        if not (skip_internal and (is_internal(fn) or fn.startswith(_NUMPY_DIR))) \
+                and (not fn.startswith("<") or notebook_cell(fn) is not None):
             return SourceLocation(fn, f.f_lineno, f.f_code.co_name)
         f = f.f_back
     return None
