@@ -840,18 +840,25 @@ def load(path) -> SavedFunction:
     return SavedFunction(load_saved(path))
 
 
-def export_onnx(fn, example_args, path=None, *, drop=()):
+def export_onnx(fn, example_args, path=None, *, drop=(), dynamic_axes=None):
     """The onnx.ModelProto of `fn`'s graph traced for `example_args` (a tuple); saved to `path` when given.
 
-    The model's inputs are the arguments that are graph inputs (arrays and numbers), in order and
+    The model's inputs are the arguments that are graph inputs, in order and
     named after them; its outputs are the results, flattened, named `output_0`, `output_1`, ...
     `drop` leaves out prints and asserts ("Print", "Assert"); see graph.onnx.export.
+    `dynamic_axes` names the dims that take any size, as torch.onnx.export's: `{"x": {0: "batch"},
+    "output_0": {0: "batch"}}` (or `{"x": [0]}`, named "x_0"). The function is traced with those input
+    dims unknown, so the model computes from the sizes it is given (docs/export.md, "Dynamic axes").
     """
     function = fn if isinstance(fn, (Function, _BoundFunction)) else Function(fn)
     args = tuple(example_args)
     if isinstance(function, _BoundFunction):
         function, args = function._function, (function._obj, *args)
-    trace = function._lookup(*function._bind(args, {})[:2])
+    sig, bound, _ = function._bind(args, {})
+    if dynamic_axes:  # a trace of its own, with the named input dims unknown (not cached for calls)
+        trace = function._trace_or_specialize(sig.with_unknown_dims(_unknown_input_dims(sig, dynamic_axes)), bound)
+    else:
+        trace = function._lookup(sig, bound)
     sig = _saved_signature(trace, function._name)
     for out in sig.outputs:
         if not isinstance(out, Tensor):
@@ -859,4 +866,18 @@ def export_onnx(fn, example_args, path=None, *, drop=()):
                             "model cannot give: return a tensor (its value) instead")
     return graph.onnx.export(trace.graph, list(sig.inputs), list(sig.outputs), path, input_names=sig.input_names,
                              output_names=[f"output_{k}" for k in range(len(sig.outputs))], drop=drop,
-                             effects=[sig.effects] if sig.effects is not None else [], model_name=function._name)
+                             effects=[sig.effects] if sig.effects is not None else [], model_name=function._name,
+                             dynamic_axes=dynamic_axes)
+
+
+def _unknown_input_dims(sig: signatures.Signature, dynamic_axes) -> dict[tuple[int, int], set[int]]:
+    """{(argument, leaf): axes} of the inputs `dynamic_axes` names (by the model's input names, as
+    Function._symbolic names the placeholders); graph.onnx.export checks the names and axes."""
+    unknown = {}
+    for k, specs in enumerate(sig.specs):
+        label = _placeholder_label(sig.names[k])
+        for i, spec in enumerate(specs):
+            axes = dynamic_axes.get(label if len(specs) == 1 else f"{label}_{i}")
+            if spec.kind == "input" and axes is not None:
+                unknown[(k, i)] = {int(a) for a in axes if 0 <= int(a) < len(spec.shape)}
+    return unknown

@@ -150,6 +150,17 @@ class Signature:
                         for n, s, sp in zip(sig.names, sig.structures, specs, strict=True))
         return sig
 
+    def with_unknown_dims(self, unknown: dict[tuple[int, int], set[int]]) -> "Signature":
+        """This signature with the dims `unknown[(k, i)]` of leaf i of argument k unknown: a trace of it serves
+        every size there (an ONNX export's dynamic axes)."""
+        specs = [[ArgSpec("input", a.dtype, tuple(None if j in unknown.get((k, i), ()) else d
+                                                   for j, d in enumerate(a.shape)), form=a.form)
+                  if a.kind == "input" else a for i, a in enumerate(row)] for k, row in enumerate(self.specs)]
+        sig = Signature(list(self.names), list(self.structures), specs)
+        sig.key = tuple((n, _structure_key(s), tuple(x.key() for x in sp))
+                        for n, s, sp in zip(sig.names, sig.structures, specs, strict=True))
+        return sig
+
     def describe(self, i: int) -> str:
         structure, specs = self.structures[i], self.specs[i]
         if structure is None:
