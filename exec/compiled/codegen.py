@@ -20,6 +20,7 @@ from typing import Callable
 import numpy as np
 
 from exec.compiled.folding import reads
+from exec.compiled.fusion import Fused
 from exec.compiled.structure import Call, Loop, Select, Structured
 from graph.node import Node, Tensor
 
@@ -141,6 +142,8 @@ class _Emitter:
                 out.append(self.call(s))
             elif isinstance(s, Loop):
                 out.append(self.loop(s))
+            elif isinstance(s, Fused):
+                out.append(self.fused(s))
             else:
                 st = self.select(s)
                 if st is None:
@@ -192,6 +195,30 @@ class _Emitter:
             self.line_nodes[len(out) + 1] = (node, tuple(reversed(self.counters)))
             out.append(_INDENT * depth + line + loc)
         return self.stmt(s.guard, set(args), {o for o in outs if o is not None}, write)
+
+    def fused(self, s: Fused) -> _Stmt:
+        """`result = Fused(inputs)`, unpacked into the chain's outputs; where the kernel declines (None), the
+        chain's own calls, each on its line (exec/compiled/fusion.py)."""
+        calls = [self.call(c) for c in s.calls]
+        args = [self.name(t) for t in s.inputs]
+        outs = [self.name(t) for t in s.outputs]
+        fn = self.namer.fresh("Fused")
+        self.globals[fn] = s.kernel
+        result = self.namer.fresh("fused")
+        inner = sorted({d for c in calls for d in c.defs} - set(outs))
+
+        def write(lines, depth):
+            self.line_nodes[len(lines) + 1] = (s.calls[-1].node, tuple(reversed(self.counters)))
+            lines.append(_INDENT * depth + f"{result} = {fn}({', '.join(args)})  # {len(calls)} elementwise ops")
+            lines.append(_INDENT * depth + f"if {result} is None:")
+            for c in calls:
+                c.write(lines, depth + 1)
+            if inner:  # released as the unfused block would have released them
+                lines.append(_INDENT * (depth + 1) + f"del {', '.join(inner)}")
+            lines.append(_INDENT * depth + "else:")
+            lines.append(_INDENT * (depth + 1) + f"_, {', '.join(outs)} = {result}")
+            lines.append(_INDENT * depth + f"del {result}")
+        return self.stmt(s.guard, set(args), set(outs), write)
 
     def select(self, s: Select) -> _Stmt:
         out, src = self.name(s.out), self.name(s.source)

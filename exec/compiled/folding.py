@@ -132,6 +132,8 @@ def reads(program: Structured) -> dict:
                     read(t)
             elif isinstance(s, Select):
                 read(s.source)
+            elif not isinstance(s, Loop):  # a fused chain (exec/compiled/fusion.py): what its calls read
+                walk(s.calls)
             else:
                 for _, t in s.init + s.back:
                     read(t)

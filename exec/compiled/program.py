@@ -12,6 +12,7 @@ from exec import layout
 from exec.compiled import runtime
 from exec.compiled.codegen import Source, generate
 from exec.compiled.folding import drop_unread, fold_constants
+from exec.compiled.fusion import Fused, fuse
 from exec.compiled.structure import Call, Loop, Structured, structure
 from exec.compiled.threads import LoadAwareBlas, uses_threaded_blas
 from exec.donation import donatable_slot, exclusive_inputs
@@ -61,6 +62,7 @@ def _compile(fetches: list[Tensor], targets: list[Node], feeds: list[Tensor], rt
     folded = fold_constants(program.steps, lambda node: _kernels.get_kernel(node, rt), constant_of,
                             frozenset(program.fed))
     drop_unread(program)
+    fuse(program)
     kernel_of = _kernel_chooser(program, rt, folded)
     if wrap_kernel is not None:
         kernel_of = _wrapped(kernel_of, wrap_kernel)
@@ -121,3 +123,5 @@ def _calls(steps):
             yield from _calls(s.head)
             yield from _calls(s.tail)
             yield from _calls(s.body)
+        elif isinstance(s, Fused):  # its calls run where its kernel declines
+            yield from s.calls
