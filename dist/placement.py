@@ -33,6 +33,7 @@ from graph import dtypes as _dt
 from graph.core import Graph, Node
 from graph.devices import UNPLACED, DeviceSpec, canonical_device, parse_device
 from graph.errors import GraphError
+from graph.index import GraphIndex
 from graph.logs import get_logger
 
 DEFAULT_DEVICE = "/task:0/cpu:0"
@@ -172,28 +173,21 @@ def _describe(n: Node) -> str:
 
 def _propagate(nodes: list[Node], groups: _Groups) -> None:
     """Rule 2: unplaced groups follow their producers, else their consumers, until nothing changes."""
-    consumers: dict[Node, list[Node]] = {n: [] for n in nodes}
-    for n in nodes:
-        for t in n.inputs:
-            if t.node in consumers:
-                consumers[t.node].append(n)
-        for c in n.control_inputs:
-            if c in consumers:
-                consumers[c].append(n)
+    index = GraphIndex(nodes)
     changed = True
     while changed:
         changed = False
         for n in nodes:
             if groups.device(n) is None:
                 for t in n.inputs:
-                    d = groups.device(t.node) if t.node in consumers else None
+                    d = groups.device(t.node) if t.node in index else None
                     if d is not None:
                         groups.set_device(n, d)
                         changed = True
                         break
         for n in reversed(nodes):
             if groups.device(n) is None:
-                for c in consumers[n]:
+                for c in index.consumers(n):
                     d = groups.device(c)
                     if d is not None:
                         groups.set_device(n, d)

@@ -13,29 +13,28 @@ from __future__ import annotations
 
 import numpy as np
 
+from graph.index import GraphIndex
 from graph.node import Node
+from graph.op_names import ENTER
 
 
 def packed_transposes(nodes: list[Node]) -> set[Node]:
     """The Transposes among `nodes` (a plan's) whose value is made contiguous (see the module doc)."""
-    consumers: dict[Node, list[Node]] = {}
-    for n in nodes:
-        for t in n.inputs:
-            consumers.setdefault(t.node, []).append(n)
+    index = GraphIndex(nodes)
     out = set()
     for n in nodes:
         if n.op == "Transpose" and n.outputs[0].shape is not None and len(n.outputs[0].shape) == 2:
-            found = list(_readers(n, False, consumers))
+            found = list(_readers(n, False, index))
             if found and all(c.op == "MatMul" for c, _ in found) and any(inside for _, inside in found):
                 out.add(n)
     return out
 
 
-def _readers(n: Node, entered: bool, consumers: dict):
+def _readers(n: Node, entered: bool, index: GraphIndex):
     """(reader, whether n's value entered a loop to reach it) for the readers of n past constant Enters."""
-    for c in consumers.get(n, ()):
-        if c.op == "Enter" and c.attrs.get("is_constant"):
-            yield from _readers(c, True, consumers)
+    for c in index.data_consumers(n):
+        if c.op == ENTER and c.attrs.get("is_constant"):
+            yield from _readers(c, True, index)
         else:
             yield c, entered
 

@@ -41,6 +41,7 @@ from exec.recurrence import on_main_recurrence
 from exec.rendezvous import rendezvous_key
 from graph import shapes as _sh
 from graph.core import Node, Tensor
+from graph.index import in_graph_order, upstream
 
 _KIND_OF_OP = {"Switch": SWITCH, "Enter": ENTER, "Exit": EXIT, "NextIteration": NEXT, "Send": SEND, "Recv": RECV}
 
@@ -82,19 +83,7 @@ class Plan:
 
 def prune(fetch_nodes: list[Node], fed: set) -> list[Node]:
     """Nodes needed to compute `fetch_nodes`, stopping at fed nodes, in graph order."""
-    needed: set[int] = set()
-    stack = list(fetch_nodes)
-    while stack:
-        n = stack.pop()
-        if n.id in needed:
-            continue
-        needed.add(n.id)
-        if n in fed:
-            continue
-        stack.extend(t.node for t in n.inputs)
-        stack.extend(n.control_inputs)
-    graph = fetch_nodes[0].graph if fetch_nodes else None
-    return [n for n in graph.nodes if n.id in needed] if graph else []
+    return in_graph_order(upstream(fetch_nodes, cut=fed))
 
 
 def build_plan(graph, fetches: list[Tensor], targets: list[Node], feeds: list[Tensor], rt,

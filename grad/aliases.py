@@ -13,7 +13,7 @@ than return a gradient that misses part of what Python means.
 """
 from __future__ import annotations
 
-from grad.analysis import GraphIndex, Target, differentiable_dtype, is_within, origin
+from grad.analysis import ForwardIndex, Target, differentiable_dtype, is_within, origin
 from grad.registry import is_differentiable
 from graph.control_flow.contexts import CondContext, WhileContext
 from graph.core import Node, Tensor
@@ -95,7 +95,7 @@ def _inner_values(t: Tensor) -> list[Tensor]:
     return [v for v in map(origin, inner) if _inside(v, unit)]
 
 
-def check_aliases(index: GraphIndex, ys: list[Tensor], targets: list[Target], where: SourceLocation | None) -> None:
+def check_aliases(index: ForwardIndex, ys: list[Tensor], targets: list[Target], where: SourceLocation | None) -> None:
     """Raises where an x given out by a cond or loop stands, in Python, for more than the output the
     graph differentiates, and the ys depend on that (module docstring)."""
     for target in targets:
@@ -117,7 +117,7 @@ def check_aliases(index: GraphIndex, ys: list[Tensor], targets: list[Target], wh
             raise _alias_error(target, unit, "sibling", where)
 
 
-def _sibling_outputs(index: GraphIndex, x: Tensor, unit) -> list[Tensor]:
+def _sibling_outputs(index: ForwardIndex, x: Tensor, unit) -> list[Tensor]:
     """The other outputs of `unit` that, where x's value is computed inside it, are computed from it."""
     o = origin(x)
     if isinstance(unit, WhileContext):

@@ -105,12 +105,13 @@ def origin(t: Tensor) -> Tensor:
             return t
 
 
-class GraphIndex:
-    """Per-graph lookups, built once per `gradients` call."""
+class ForwardIndex:
+    """What reverse mode looks up in the forward graph, built once per `gradients` call."""
 
     def __init__(self, graph):
         self.graph = graph
-        self.consumers: dict[Tensor, list[tuple[Node, int]]] = {}
+        # the graph's index as the forward graph is now: the gradient nodes built next are not its consumers
+        self.forward = graph.index()
         self.by_context: dict[object, list[Node]] = {}
         self.cond_unit: dict[Node, CondState] = {}   # cond Switch/Merge nodes -> their cond
         self.exit_loop: dict[Node, WhileContext] = {}
@@ -126,8 +127,6 @@ class GraphIndex:
         contexts: dict[int, object] = {}
         for n in graph.nodes:
             self.by_context.setdefault(n.context, []).append(n)
-            for i, t in enumerate(n.inputs):
-                self.consumers.setdefault(t, []).append((n, i))
             for ctx in ancestors(n.context):
                 contexts.setdefault(id(ctx), ctx)
                 if isinstance(ctx, CondContext):
@@ -260,7 +259,8 @@ class GraphIndex:
         work = list(seen)
         while work:
             t = work.pop()
-            for n, i in self.consumers.get(t, ()):
+            for use in self.forward.uses(t):
+                n, i = use.node, use.index
                 if not is_differentiable(n) or n in stop:
                     continue
                 outs = list(n.outputs)

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from grad import saved as _saved
-from grad.analysis import GraphIndex, ancestors, is_within, stacked_values
+from grad.analysis import ForwardIndex, ancestors, is_within, stacked_values
 from grad.tensor_array_grad import gradient_array, spec_of
 from graph import dtypes as _dt
 from graph import shapes as _sh
@@ -55,7 +55,7 @@ class LoopRecord:
 class GradState:
     """Everything one `gradients` call shares while it builds the backward graph."""
 
-    def __init__(self, graph, top, index: GraphIndex, active: set[Tensor]):
+    def __init__(self, graph, top, index: ForwardIndex, active: set[Tensor]):
         self.graph = graph
         self.top = top                 # the context `gradients` was called in
         # where stacks are created: `top`, or the enclosing region being walked (grad.enclosing),
@@ -389,7 +389,7 @@ def _outermost_loop(ctx, top) -> WhileContext | None:
     return found
 
 
-def _shape_source(t: Tensor, index: GraphIndex) -> Tensor:
+def _shape_source(t: Tensor, index: ForwardIndex) -> Tensor:
     """A tensor with the same shape as `t` in the outermost context possible."""
     while True:
         n = t.node

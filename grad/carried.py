@@ -24,7 +24,7 @@ show is checked at once, the rest when the loop is complete (`WhileContext.when_
 from __future__ import annotations
 
 from grad.aliases import older_values, python_sources
-from grad.analysis import GraphIndex, Target, ancestors, differentiable_dtype, is_within, loop_variable_of, origin
+from grad.analysis import ForwardIndex, Target, ancestors, differentiable_dtype, is_within, loop_variable_of, origin
 from grad.registry import is_differentiable
 from graph.control_flow.contexts import WhileContext
 from graph.core import Tensor
@@ -61,7 +61,7 @@ def carried_reads(ys: list[Tensor], top, avoiding: Tensor | None = None) -> list
     return list(found.values())
 
 
-def check_carried(index: GraphIndex, top, ys: list[Tensor], targets: list[Target],
+def check_carried(index: ForwardIndex, top, ys: list[Tensor], targets: list[Target],
                   where: SourceLocation | None) -> None:
     """Raises if a gradient taken in `top` (inside loops) would miss paths through earlier iterations
     (see the module docstring); the part that needs the rest of a loop's body runs when it is complete."""
@@ -72,16 +72,16 @@ def check_carried(index: GraphIndex, top, ys: list[Tensor], targets: list[Target
     _check(index, reads, where)
     for loop in {id(loop): loop for loop, _, _ in reads}.values():
         mine = [r for r in reads if r[0] is loop]
-        loop.when_complete(lambda lp, mine=mine: _check(GraphIndex(lp.graph), mine, where))
+        loop.when_complete(lambda lp, mine=mine: _check(ForwardIndex(lp.graph), mine, where))
 
 
-def _check(index: GraphIndex, reads, where) -> None:
+def _check(index: ForwardIndex, reads, where) -> None:
     for loop, k, target in reads:
         if _reached(index, loop, k, target):
             raise _carried_error(loop, k, target, where)
 
 
-def _reached(index: GraphIndex, loop: WhileContext, j: int, target: Target) -> bool:
+def _reached(index: ForwardIndex, loop: WhileContext, j: int, target: Target) -> bool:
     """Whether `target`'s value may have shaped loop variable j's value in the current iteration."""
     hits = (loop.merges[j].outputs[0], loop.switches[j].outputs[1])
     if target.is_variable:
@@ -89,7 +89,7 @@ def _reached(index: GraphIndex, loop: WhileContext, j: int, target: Target) -> b
     return _reached_from(index, loop, j, target.sources)
 
 
-def _reached_from(index: GraphIndex, loop: WhileContext, j: int, sources) -> bool:
+def _reached_from(index: ForwardIndex, loop: WhileContext, j: int, sources) -> bool:
     """Whether the values of tensors `sources` may have shaped loop variable j's value in the current
     iteration of `loop`."""
     hits = (loop.merges[j].outputs[0], loop.switches[j].outputs[1])
@@ -138,7 +138,7 @@ def _new_in_iteration(t: Tensor, loop: WhileContext) -> bool:
     return new(t) and all(new(v) for v in older_values(t))
 
 
-def _reaches(index: GraphIndex, sources: list[Tensor], hits) -> bool:
+def _reaches(index: ForwardIndex, sources: list[Tensor], hits) -> bool:
     reach = index.forward_reach(sources)
     return any(h in reach for h in hits)
 

@@ -6,7 +6,7 @@ import time
 
 from grad.accumulate import add_n, conform
 from grad.aliases import check_aliases
-from grad.analysis import GraphIndex, Target, ancestors, differentiable_dtype, variable_of
+from grad.analysis import ForwardIndex, Target, ancestors, differentiable_dtype, variable_of
 from grad.build_state import GradState
 from grad.carried import check_carried
 from grad.enclosing import Walk, backprop_outwards
@@ -76,7 +76,7 @@ def gradients(ys, xs, grad_ys=None, unconnected: str = "zero", non_differentiabl
     all_ys = y_list
     seeds = [g for y, g in zip(y_list, seeds, strict=True) if differentiable_dtype(y)]
     y_list = [y for y in y_list if differentiable_dtype(y)]
-    index = GraphIndex(graph)
+    index = ForwardIndex(graph)
     targets = [_target(x, top, index) for x in nest.flatten(xs)]
     where = user_location()
     check_carried(index, top, y_list, targets, where)
@@ -150,7 +150,7 @@ def _ones_like(y: Tensor) -> Tensor:
     return ones_like(y)
 
 
-def _target(x, top, index: GraphIndex) -> Target:
+def _target(x, top, index: ForwardIndex) -> Target:
     """x and the tensors its gradient sums over: a tensor itself, or every read of a Variable (the
     walk reaches those it depends on, wherever they are)."""
     if getattr(x, "is_variable", False):

@@ -35,7 +35,8 @@ def plan(state, loop: WhileContext, consts) -> dict[Tensor, "RowSums"]:
     whose gradient is summed after the gradient loop; the others are accumulated in it."""
     if state.loops:
         return {}
-    uses = {e: [(n, i) for n, i in state.index.consumers.get(e, ()) if _active_node(state, n)] for _, e in consts}
+    uses = {e: [(u.node, u.index) for u in state.index.forward.uses(e) if _active_node(state, u.node)]
+            for _, e in consts}
     weights = {e for e, us in uses.items() if us and all(_weight_use(n, i, loop) for n, i in us)}
 
     def deferred(n, i):
@@ -77,7 +78,7 @@ def _feeds_weight(state, t: Tensor, loop: WhileContext, weights: set) -> bool:
     """Whether `t`'s gradient is, unchanged, that of a deferred weight's matmul: t is such a matmul
     or a sum of values without broadcasting, each of them used once."""
     n = t.node
-    if n.context is not loop or sum(1 for c, _ in state.index.consumers.get(t, ()) if _active_node(state, c)) != 1:
+    if n.context is not loop or sum(1 for u in state.index.forward.uses(t) if _active_node(state, u.node)) != 1:
         return False
     if n.op == "MatMul":
         return n.inputs[1] in weights

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import warnings
 
-from grad.analysis import GraphIndex, Target, differentiable_dtype, origin
+from grad.analysis import ForwardIndex, Target, differentiable_dtype, origin
 from grad.registry import cut_loop_exit, is_differentiable
 from graph.core import Node, Tensor
 from graph.errors import GraphError, SourceLocation
@@ -33,14 +33,14 @@ class NonDifferentiableWarning(UserWarning):
     """The ys depend on an x only through ops without a gradient: its gradient is zero (or None)."""
 
 
-def blocking_ops(index: GraphIndex, target: Target, ys: list[Tensor]) -> list[Node]:
+def blocking_ops(index: ForwardIndex, target: Target, ys: list[Tensor]) -> list[Node]:
     """The ops at which the differentiable paths from `target` to `ys` stop, where the ys depend on
     their outputs (empty when the ys do not depend on the target)."""
     needed = _depended_on(ys)
     reach = index.forward_reach(list(target.sources))
     out: dict[int, Node] = {}
     for t in reach:
-        for n, _ in index.consumers.get(t, ()):
+        for n in (use.node for use in index.forward.uses(t)):
             if id(n) in out or n.op in _NOT_REPORTED or cut_loop_exit(n) or not any(o in needed for o in n.outputs):
                 continue
             if not is_differentiable(n) or not any(differentiable_dtype(o) for o in n.outputs):

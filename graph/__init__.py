@@ -26,6 +26,7 @@ from graph.core import (
                         reset_default_graph,
 )
 from graph.errors import GraphError, SourceLocation
+from graph.index import GraphIndex, Use, in_graph_order, upstream
 from graph.node import ControlFlowContext, Node, Tensor
 from graph.op_registry import register_op
 from graph.ops import *  # noqa: F401,F403
@@ -38,6 +39,7 @@ __all__ = [
     "dtypes", "nest",
     # the IR and building graphs
     "Checkpoint", "ControlFlowContext", "Graph", "GraphError", "Node", "SourceLocation", "Tensor",
+    "GraphIndex", "Use", "in_graph_order", "upstream",
     "control_dependencies", "device", "get_default_graph", "load", "make_op", "name_scope", "register_op",
     "reset_default_graph",
     # control flow

@@ -24,6 +24,7 @@ from graph import shapes as _sh
 from graph import validate as _validate
 from graph.devices import UNPLACED, parse_device
 from graph.errors import GraphError, OpTypeError, OpValueError, SourceLocation, user_location
+from graph.index import GraphIndex
 from graph.node import ControlFlowContext, Node, Tensor
 from graph.op_registry import get_opdef
 
@@ -47,6 +48,7 @@ class Graph:
         self._iteration_limits: list[int | None] = []
         self._last_effect: dict[ControlFlowContext | None, Node] = {}
         self._version = 0
+        self._index: GraphIndex | None = None  # the index of `index()`, at the version it was built
         self.variables: dict[str, Any] = {}  # name -> graph.ops.variables.Variable
         # (dtype, shape, bytes) -> the Const of a small constant built outside any control_dependencies
         # block, so that repeated literals (1, 0.5, a shape) make one node (see graph.ops.conversion.constant)
@@ -165,6 +167,12 @@ class Graph:
         input), so that whatever was derived from the graph at an older `version` (a plan, feed
         checks) is derived again."""
         self._version += 1
+
+    def index(self) -> GraphIndex:
+        """The consumers of every tensor and node (graph/index.py), built on first use after a change."""
+        if self._index is None or self._index.version != self._version:
+            self._index = GraphIndex(self.nodes, version=self._version)
+        return self._index
 
     # -- names --------------------------------------------------------------------------
     def unique_name(self, base: str, mark_used: bool = True) -> str:

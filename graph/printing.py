@@ -14,7 +14,9 @@ import numpy as np
 
 from graph import shapes as _sh
 from graph.errors import SourceLocation
+from graph.index import is_back_edge
 from graph.node import DotCluster, Node
+from graph.op_names import ENTER, EXIT, LOOP_COND, MERGE, NEXT_ITERATION, SWITCH
 
 _HIDDEN_ATTRS = {"dtype", "spec"}
 
@@ -38,7 +40,7 @@ def _attr_value(v) -> str:
 
 
 def _attrs(node) -> str:
-    if node.op == "Enter":
+    if node.op == ENTER:
         a = node.attrs
         loop = node.frame   # its memory policy (graph.control_flow.memory_policy), when not the default
         policy = getattr(loop, "memory_policy", "keep")
@@ -77,8 +79,8 @@ def format_summary(graph) -> str:
     """`<Graph 42 nodes, 2 loops, 1 cond>`: the sizes a glance needs (`repr(graph)`), counted from the ops,
     so that a graph loaded or built by hand counts the same: a loop is its LoopCond, a cond the predicate
     its Switches share (conds on one predicate count once)."""
-    loops = sum(n.op == "LoopCond" for n in graph.nodes)
-    predicates = {n.inputs[1] for n in graph.nodes if n.op == "Switch" and n.inputs[1].node.op != "LoopCond"}
+    loops = sum(n.op == LOOP_COND for n in graph.nodes)
+    predicates = {n.inputs[1] for n in graph.nodes if n.op == SWITCH and n.inputs[1].node.op != LOOP_COND}
     parts = [_count(len(graph.nodes), "node")] + [_count(k, what) for k, what in ((loops, "loop"),
                                                                                   (len(predicates), "cond")) if k]
     return f"<Graph {', '.join(parts)}>"
@@ -90,8 +92,8 @@ def _count(k: int, what: str) -> str:
 
 # --------------------------------------------------------------------------- graphviz
 
-_FILL = {"Switch": "#f9d5a7", "Merge": "#f9d5a7", "Enter": "#c6e2ff", "Exit": "#c6e2ff",
-         "NextIteration": "#c6e2ff", "LoopCond": "#c6e2ff", "Const": "#eeeeee", "Placeholder": "#d8f0d0"}
+_FILL = {SWITCH: "#f9d5a7", MERGE: "#f9d5a7", ENTER: "#c6e2ff", EXIT: "#c6e2ff",
+         NEXT_ITERATION: "#c6e2ff", LOOP_COND: "#c6e2ff", "Const": "#eeeeee", "Placeholder": "#d8f0d0"}
 _CODE_WIDTH = 60  # characters of the user's line shown in a label
 
 
@@ -162,13 +164,10 @@ class _Layout:
     def _adopt_plumbing(self, graph) -> None:
         """Draws a construct's plumbing that lives in the context around it inside it: a loop's Exits,
         a cond's Merges (all inputs from the construct) and Switches (all consumers in it)."""
-        consumers: dict[Node, list[Node]] = {}
-        for n in graph.nodes:
-            for t in n.inputs:
-                consumers.setdefault(t.node, []).append(n)
-        for op, neighbours in (("Exit", lambda n: [t.node for t in n.inputs]),
-                               ("Merge", lambda n: [t.node for t in n.inputs]),
-                               ("Switch", lambda n: consumers.get(n, []))):
+        index = graph.index()
+        for op, neighbours in ((EXIT, lambda n: [t.node for t in n.inputs]),
+                               (MERGE, lambda n: [t.node for t in n.inputs]),
+                               (SWITCH, index.data_consumers)):
             for n in graph.nodes:
                 if n.op == op:
                     inner = self._common_child(self.chain[n], [self.chain[m] for m in neighbours(n)])
@@ -279,7 +278,7 @@ def to_dot(graph, show_types: bool = True, expand: bool | Collection[str] = Fals
             attrs = []
             if t.index and between_nodes:
                 attrs.append(f"taillabel={_q(str(t.index))}")
-            if t.node.op == "NextIteration" and n.op == "Merge":
+            if is_back_edge(t.node, n):
                 attrs.append('color="#3b7dd8", constraint=false')
             add_edge(src, me, attrs, "data", between_nodes)
         for c in n.control_inputs:

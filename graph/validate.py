@@ -93,25 +93,22 @@ def _name(frame) -> str:
 
 
 def _cycles(graph) -> list[str]:
-    """Kahn's algorithm over the graph minus NextIteration -> Merge back edges."""
-    indeg = {id(n): 0 for n in graph.nodes}
-    consumers: dict[int, list] = {id(n): [] for n in graph.nodes}
+    """Kahn's algorithm over the graph minus its loop back edges."""
+    index = graph.index()
+    indeg = dict.fromkeys(graph.nodes, 0)
     for n in graph.nodes:
-        for src in [t.node for t in n.inputs if not (t.node.op == "NextIteration" and n.op == "Merge")] + \
-                list(n.control_inputs):
-            if id(src) in consumers:
-                consumers[id(src)].append(n)
-                indeg[id(n)] += 1
-    queue = [n for n in graph.nodes if indeg[id(n)] == 0]
+        for c in index.forward_consumers(n):
+            indeg[c] += 1
+    queue = [n for n in graph.nodes if indeg[n] == 0]
     seen = 0
     while queue:
         n = queue.pop()
         seen += 1
-        for c in consumers[id(n)]:
-            indeg[id(c)] -= 1
-            if indeg[id(c)] == 0:
+        for c in index.forward_consumers(n):
+            indeg[c] -= 1
+            if indeg[c] == 0:
                 queue.append(c)
     if seen == len(graph.nodes):
         return []
-    stuck = [n.name for n in graph.nodes if indeg[id(n)] > 0][:8]
+    stuck = [n.name for n in graph.nodes if indeg[n] > 0][:8]
     return ["the graph has a cycle that is not a loop back edge, through: " + ", ".join(stuck)]

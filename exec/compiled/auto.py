@@ -24,11 +24,12 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from typing import Callable
+from typing import Callable, Iterable
 
 from exec.compiled.program import Program
 from exec.compiled.structure import Unstructured
 from graph import shapes as _sh
+from graph.index import GraphIndex, reachable
 from graph.logs import get_logger
 from graph.node import Node
 
@@ -109,21 +110,16 @@ def _parallel_heavy(nodes: list[Node]) -> list[Node]:
     heavy = [n for n in nodes if _heavy_single_threaded(n)]
     if not heavy:
         return []
-    inside = set(nodes)
-    consumers: dict = {n: [] for n in nodes}
-    for n in nodes:
-        for src in [t.node for t in n.inputs] + list(n.control_inputs):
-            if src in inside and not (n.op == "Merge" and src.op == "NextIteration"):
-                consumers.setdefault(src, []).append(n)
-    reach = {h: _reachable(h, consumers) for h in heavy}
+    feeds = GraphIndex(nodes).forward_consumers
+    reach = {h: _fed_by(h, feeds) for h in heavy}
     out = []
     for a in heavy:
         if any(b is not a and a.frame is b.frame and b not in reach[a] and a not in reach[b] for b in heavy):
             out.append(a)
             continue
         loop = a.frame
-        if loop is not None and getattr(loop, "parallel_iterations", 1) > 1 and not _on_recurrence(a, loop, reach[a],
-                                                                                                    consumers):
+        if loop is not None and getattr(loop, "parallel_iterations", 1) > 1 and \
+                not _on_recurrence(a, loop, reach[a], feeds):
             out.append(a)
     return out
 
@@ -149,21 +145,15 @@ def _heavy_single_threaded(n: Node) -> bool:
     return size is not None and size >= HEAVY_ELEMENTS
 
 
-def _reachable(start: Node, consumers: dict) -> set:
-    """The nodes `start` feeds in its iteration (back edges into loop Merges not followed)."""
-    seen, todo = set(), [start]
-    while todo:
-        for c in consumers.get(todo.pop(), ()):
-            if c not in seen:
-                seen.add(c)
-                todo.append(c)
-    return seen
+def _fed_by(start: Node, feeds: Callable[[Node], Iterable[Node]]) -> set:
+    """The nodes `start` feeds in its iteration (`feeds` follows no back edge into a loop Merge)."""
+    return reachable(feeds(start), feeds)
 
 
-def _on_recurrence(h: Node, loop, after_h: set, consumers: dict) -> bool:
+def _on_recurrence(h: Node, loop, after_h: set, feeds: Callable[[Node], Iterable[Node]]) -> bool:
     """Whether `h` lies on a cycle of its loop: some loop variable feeds it and it feeds that
     variable's next value."""
     for merge, nxt in zip(getattr(loop, "merges", ()), getattr(loop, "next_iterations", ()), strict=False):
-        if nxt in after_h and h in _reachable(merge, consumers):
+        if nxt in after_h and h in _fed_by(merge, feeds):
             return True
     return False

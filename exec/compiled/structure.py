@@ -25,6 +25,7 @@ from __future__ import annotations
 import heapq
 from dataclasses import dataclass, field
 
+from graph.index import GraphIndex, in_graph_order, upstream
 from graph.node import Node, Tensor
 
 # Ops whose output is their (first) input, unchanged: compiled code renames, it does not call.
@@ -107,32 +108,13 @@ class Structured:
 
 # ----------------------------------------------------------------------------- analysis
 
-def needed_nodes(fetch_nodes: list[Node], fed: set) -> list[Node]:
-    """The nodes that computing `fetch_nodes` runs, stopping at fed nodes, in graph order."""
-    seen: set = set()
-    todo = list(fetch_nodes)
-    while todo:
-        n = todo.pop()
-        if n in seen:
-            continue
-        seen.add(n)
-        if n not in fed:
-            todo.extend(t.node for t in n.inputs)
-            todo.extend(n.control_inputs)
-    return sorted(seen, key=lambda n: n.id)
-
-
 class _Structurer:
     def __init__(self, fetches: list[Tensor], targets: list[Node], feeds: list[Tensor]):
         self.fed = {t.node: t for t in feeds}
-        self.nodes = needed_nodes([t.node for t in fetches] + list(targets), set(self.fed))
+        self.nodes = in_graph_order(upstream([t.node for t in fetches] + list(targets), cut=self.fed))
         self.root = Frame("", None, 0)
         self.frame_of: dict[Node, Frame] = {}
-        self.consumers: dict[Node, list] = {n: [] for n in self.nodes}
-        for n in self.nodes:
-            if n not in self.fed:
-                for t in n.inputs:
-                    self.consumers[t.node].append(n)
+        self.index = GraphIndex(self.nodes, cut=self.fed)
         self.exits: dict[Frame, list] = {}
         self.guard: dict = {}        # node -> guard; (node, port) -> guard of a Switch port
         self.position: dict = {}     # frame -> {node or child Frame: its index in the frame's order}
@@ -358,6 +340,10 @@ class _Structurer:
             return []
         return [Select(out, self.canonical(t), index_out, k, g) for k, t, g in live]
 
+    def _feeds_one_of(self, n: Node, merges: dict) -> bool:
+        cons = self.index.data_consumers(n)
+        return len(cons) == 1 and cons[0] in merges
+
     def loop(self, frame: Frame) -> Loop:
         enters = [n for n in frame.nodes if n.op == "Enter"]
         variables = [e for e in enters if not e.attrs["is_constant"]]
@@ -376,7 +362,7 @@ class _Structurer:
             raise Unstructured(f"frame {frame.name} has {len(conds)} LoopCond nodes")
         merges, nexts = [], {}
         for e in variables:
-            cons = self.consumers[e]
+            cons = self.index.data_consumers(e)
             if len(cons) != 1 or cons[0].op != "Merge" or len(cons[0].inputs) != 2 or \
                     {t.node.op for t in cons[0].inputs} != {"Enter", "NextIteration"}:
                 raise Unstructured(f"loop variable {e.name} does not enter through a Merge with a NextIteration")
@@ -384,7 +370,7 @@ class _Structurer:
             merges.append(m)
             nexts[m] = next(t.node for t in m.inputs if t.node.op == "NextIteration")
         for n in frame.nodes:
-            if n.op == "NextIteration" and (len(self.consumers[n]) != 1 or self.consumers[n][0] not in nexts):
+            if n.op == "NextIteration" and not self._feeds_one_of(n, nexts):
                 raise Unstructured(f"NextIteration {n.name} does not feed one loop Merge")
         pred = conds[0].inputs[0]
         pred_key = self.value_key(pred)

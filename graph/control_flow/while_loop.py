@@ -24,6 +24,7 @@ from graph.control_flow.contexts import WhileContext, effect_before
 from graph.control_flow.memory_policy import check_policy, default_policy
 from graph.core import get_default_graph
 from graph.errors import GraphError, user_location
+from graph.index import producers, upstream
 from graph.node import Tensor
 from graph.op_registry import register_op
 from graph.ops.conversion import convert
@@ -289,19 +290,11 @@ def _build(graph, cond, body, structure, flat, shapes, labels, max_iters, limit,
 
 def _condition_inputs(ctx: WhileContext) -> set[int]:
     """The loop variables (indices) that the loop's condition reads."""
-    merges = {id(m): k for k, m in enumerate(ctx.merges)}
-    out, seen, todo = set(), set(), [ctx.loop_cond]
-    while todo:
-        n = todo.pop()
-        if id(n) in seen:
-            continue
-        seen.add(id(n))
-        if id(n) in merges:
-            out.add(merges[id(n)])
-        elif _within(n.context, ctx):  # conds and loops in the condition included
-            todo.extend(t.node for t in n.inputs)
-            todo.extend(n.control_inputs)
-    return out
+    merges = {m: k for k, m in enumerate(ctx.merges)}
+    # the walk stops at the Merges and at nodes outside the loop; conds and loops in the condition are in it
+    reached = upstream([ctx.loop_cond], cut=merges,
+                       follow=lambda n: producers(n) if _within(n.context, ctx) else ())
+    return {merges[n] for n in reached if n in merges}
 
 
 def _as_predicate(pred, source) -> Tensor:

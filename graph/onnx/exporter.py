@@ -17,6 +17,7 @@ import numpy as np
 from graph import dtypes as _dt
 from graph.control_flow.contexts import CondContext, WhileContext
 from graph.core import Graph
+from graph.index import in_graph_order, upstream
 from graph.node import Node, Tensor
 from graph.onnx import control_flow
 from graph.onnx.builder import GraphBuilder, Names, evaluate, sequence_type, tensor_type
@@ -26,12 +27,13 @@ from graph.onnx.numpy_ops import NUMPY_LOWERINGS
 from graph.onnx.ops import LOWERINGS
 from graph.onnx.sequences import TensorArrays
 from graph.onnx.ufunc_ops import UFUNC_LOWERINGS
+from graph.op_names import ENTER, EXIT, LOOP_COND, MERGE, NEXT_ITERATION, SWITCH
 from graph.op_registry import get_opdef
 
 # effects an exported model cannot have, left out when asked: prints, asserts, a loop's iteration limit
 # (a run fails beyond it); what they pass through (a Print's or a limit check's first input) stays
 DROPPABLE = frozenset({"Print", "Assert", "CheckIterationLimit"})
-_PLUMBING = frozenset({"Enter", "Exit", "Identity", "NextIteration", "Switch", "Merge", "LoopCond", "StopGradient"})
+_PLUMBING = frozenset({ENTER, EXIT, "Identity", NEXT_ITERATION, SWITCH, MERGE, LOOP_COND, "StopGradient"})
 
 
 class Walk:
@@ -169,7 +171,7 @@ class Walk:
     # -- one node ------------------------------------------------------------------------------
     def _compute(self, node: Node, scope: Scope) -> tuple:
         op = node.op
-        if op == "Merge":
+        if op == MERGE:
             state = self.cond_of.get(id(node))
             if state is None:
                 what = "a loop's Merge is only computed by its loop" if id(node) in self.loop_of else \
@@ -177,16 +179,16 @@ class Walk:
                 raise ExportError(node, what)
             control_flow.lower_cond(self, state, scope)
             return scope.memo[id(node)]
-        if op == "Exit":
+        if op == EXIT:
             control_flow.lower_loop(self, node.inputs[0].node.frame, scope)
             return scope.memo[id(node)]
-        if op == "Switch":
+        if op == SWITCH:
             # both sides carry the value; each is only used inside its side's branch (or loop body)
             v = self.value(node.inputs[0], scope)
             return (v, v)
-        if op in ("Identity", "StopGradient", "LoopCond"):
+        if op in ("Identity", "StopGradient", LOOP_COND):
             return (self.value(node.inputs[0], scope),)
-        if op == "Enter":
+        if op == ENTER:
             if not node.attrs["is_constant"]:
                 raise ExportError(node, "a loop variable's initial value is only used by its loop's Merge")
             return (self.value(node.inputs[0], scope),)
@@ -240,40 +242,33 @@ class Walk:
 def check_effects(effects, drop) -> None:
     """Raises ExportError for what the nodes in `effects` wait for (data and control edges) that an exported
     model would not do: prints and asserts not in `drop`, Variable assignments."""
-    seen, todo = set(), list(effects)
-    while todo:
-        n = todo.pop()
-        if id(n) in seen:
-            continue
-        seen.add(id(n))
+    for n in in_graph_order(upstream(effects)):
         if n.op in DROPPABLE and n.op not in drop:
             raise ExportError(n, f"{n.op} has no ONNX form; export with drop=({n.op!r},) to leave it out")
         if n.op in _ASSIGNMENTS:
             raise ExportError(n, "an exported model has no state: it reads Variables (as initializers) but cannot "
                                  "assign them")
-        todo.extend(t.node for t in n.inputs)
-        todo.extend(n.control_inputs)
 
 
 _ASSIGNMENTS = frozenset({"AssignVariable", "AssignAddVariable", "AssignSubVariable", "AssignItemVariable"})
 # ops whose value does not depend on anything fed or computed in another iteration
-_NOT_CONSTANT = frozenset({"Placeholder", "Merge", "Exit", "NextIteration"})
+_NOT_CONSTANT = frozenset({"Placeholder", MERGE, EXIT, NEXT_ITERATION})
 
 
 def _depends_on_constants_only(t: Tensor) -> bool:
-    seen, todo = set(), [t.node]
-    while todo:
-        n = todo.pop()
-        if id(n) in seen:
-            continue
-        seen.add(id(n))
-        if n.op in _NOT_CONSTANT or n.op == "Enter" and not n.attrs["is_constant"]:
-            return False
-        if get_opdef(n.op).stateful and n.op != "ReadVariable":
-            return False
-        # a Switch's predicate only decides where its value goes: inside a branch, the value is its input's
-        todo.extend(t.node for t in (n.inputs[:1] if n.op == "Switch" else n.inputs))
-    return True
+    return not any(_varies(n) for n in upstream([t.node], follow=_value_sources))
+
+
+def _varies(n: Node) -> bool:
+    """Whether `n`'s value may differ between runs or iterations: fed, carried, or from state."""
+    if n.op in _NOT_CONSTANT or n.op == ENTER and not n.attrs["is_constant"]:
+        return True
+    return get_opdef(n.op).stateful and n.op != "ReadVariable"
+
+
+def _value_sources(n: Node) -> list[Node]:
+    # a Switch's predicate only decides where its value goes: inside a branch, the value is its input's
+    return [t.node for t in (n.inputs[:1] if n.op == SWITCH else n.inputs)]
 
 
 def _contexts(graph: Graph):
