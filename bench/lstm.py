@@ -107,10 +107,20 @@ def build_ours(T, static, mode="auto"):
         for n in g.nodes:
             ops[n.op] = ops.get(n.op, 0) + 1
         keep = ("Switch", "Merge", "Enter", "Exit", "NextIteration", "StackPush", "StackPop", "MatMul")
-        return {"graph_nodes": len(g.nodes), "op_counts": {k: v for k, v in ops.items() if k in keep}}
+        return {"graph_nodes": len(g.nodes), "op_counts": {k: v for k, v in ops.items() if k in keep},
+                "runs_on": _back_ends(step_fn)}
 
     step.info = info
+    step.transpiled = step_fn  # bench/op_profile.py times its kernels
     return step
+
+
+def _back_ends(fn) -> list[str]:
+    """What runs each plan of a transpile.function's traces: compiled code or the dataflow executor (what
+    mode="auto" chose)."""
+    return sorted({"dataflow" if program is None else "compiled"
+                   for variants in fn._traces.values() for trace in variants
+                   for _plan, program in trace.session._programs.values()})
 
 
 # ---------------------------------------------------------------- numpy
@@ -446,6 +456,9 @@ def _print_table(T, summary, ratios, rounds) -> None:
         print(f"{v:<10}{s['ms']:>9.1f}{s['ms_min']:>7.1f}-{s['ms_max']:<7.1f}{s['steps']:>7}{s['first_step_s']:>9.2f}"
               f"{s['peak_rss_mib']:>10.0f}{s['rss_growth_mib']:>12.0f}{s['loss_first']:>13.6f}{ok:>4}"
               f"{s['other_cores']:>8.2f} (≤{s['other_cores_max']:.2f})")
+    for v, s in summary.items():
+        if "graph_info" in s and "runs_on" in s["graph_info"]:
+            print(f"{v}: runs on {' and '.join(s['graph_info']['runs_on'])}")
     if ratios:
         print("ratios (time; > 1 = first is slower): " + "; ".join(
             f"{k} {v['of_medians']:.2f} (per round {v['per_round_median']:.2f})" for k, v in ratios.items()))
