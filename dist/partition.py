@@ -121,7 +121,7 @@ class _Partitioner:
             self._wire(n)
         while self.untriggered:
             r, frame, device = self.untriggered.pop()
-            r.control_inputs.append(self._trigger(frame, device))
+            r.add_control_input(self._trigger(frame, device))
         devices = sorted(set(self.placement[n] for n in self.nodes))
         return Partitioned(self.out, devices, self.copies, self.placement, self.sends)
 
@@ -142,12 +142,11 @@ class _Partitioner:
         if n in self.fed:
             return
         copy, device = self.copies[n], self.placement[n]
-        for t in n.inputs:
-            src = self._placed(t.node, n)
-            copy.inputs.append(self.copies[t.node].outputs[t.index] if src == device else self._recv(t, device))
-        for c in n.control_inputs:
-            src = self._placed(c, n)
-            copy.control_inputs.append(self.copies[c] if src == device else self._control_recv(c, device))
+        inputs = [self.copies[t.node].outputs[t.index] if self._placed(t.node, n) == device else self._recv(t, device)
+                  for t in n.inputs]
+        controls = [self.copies[c] if self._placed(c, n) == device else self._control_recv(c, device)
+                    for c in n.control_inputs]
+        self.out.update_node(copy, inputs=inputs, control_inputs=controls)
 
     def _placed(self, producer: Node, consumer: Node) -> str:
         device = self.placement.get(producer)
@@ -237,7 +236,7 @@ class _Partitioner:
                            f"{frame.frame_name}/control_switch", spec + spec)
         nxt = self._new("NextIteration", [switch.outputs[1]], {}, device, frame, source,
                         f"{frame.frame_name}/control_next", spec)
-        merge.inputs[1] = nxt.outputs[0]
+        merge.update_input(1, nxt.outputs[0])
         return merge
 
     def _root_const(self, device: str) -> Node:

@@ -28,11 +28,11 @@ def gradient_array(op_or_state, handle: Tensor, spec=None) -> TensorArray:
     """This gradient computation's accumulating array attached to the forward array `handle`."""
     state = getattr(op_or_state, "state", op_or_state)
     spec = spec if spec is not None else spec_of(handle)
-    return TensorArray(_handle=handle, _spec=spec).grad(source=state.source)
+    return TensorArray.from_handle(handle, spec).grad(source=state.source)
 
 
 def _flow(flow: Tensor, spec) -> TensorArray:
-    return TensorArray(_handle=flow, _spec=spec)
+    return TensorArray.from_handle(flow, spec)
 
 
 @register_gradient("TensorArrayRead")

@@ -16,7 +16,7 @@ import contextlib
 import itertools
 import threading
 from dataclasses import dataclass
-from typing import Any, Collection, Iterable, Iterator, Sequence
+from typing import Any, Collection, Iterable, Iterator, Mapping, Sequence
 
 from graph import dtypes as _dt
 from graph import printing
@@ -299,6 +299,28 @@ class Graph:
             else:
                 return entry, None
         return UNPLACED, with_node
+
+    def update_node(self, node: Node, *, inputs: Sequence[Tensor] | None = None,
+                    control_inputs: Sequence[Node] | None = None, attrs: Mapping[str, Any] | None = None,
+                    new_outputs: Sequence[tuple] = ()) -> tuple[Tensor, ...]:
+        """Changes `node`, already in the graph, for the rewrites that must (see `Node`): `inputs` and
+        `control_inputs` replace its edges as they are (no routing into contexts), `attrs` updates its
+        attributes, `new_outputs` appends outputs of these (dtype, shape). The version changes, so what
+        was derived from the graph (plans, the index, feed checks) is derived again. Returns the outputs
+        added."""
+        if node.graph is not self:
+            raise GraphError(f"update_node: {node.name} belongs to another graph")
+        if inputs is not None:
+            node.inputs[:] = inputs  # in place: the node's record stays the one object
+        if control_inputs is not None:
+            node.control_inputs[:] = _dedup(list(control_inputs))
+        if attrs:
+            node.attrs.update(attrs)
+        added = tuple(Tensor(node, len(node.outputs) + k, dt, _sh.as_shape(sh))
+                      for k, (dt, sh) in enumerate(new_outputs))
+        node.outputs = node.outputs + added
+        self._version += 1
+        return added
 
     def insert_node(self, node: Node) -> Node:
         """Adds `node`, built by the caller with its inputs and outputs set, as it is: no shape

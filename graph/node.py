@@ -132,9 +132,13 @@ class Tensor:
 class Node:
     """One operation in a graph.
 
-    Mutable only while control flow is being wired: a loop's Merge gets its
-    NextIteration back edge after the body is built, and effect ordering may add
-    control inputs. Everything else is fixed at creation.
+    A node is changed after it was built only through its graph, which records the
+    change in `Graph.version` (so plans and the graph index are derived again): a
+    loop's Merge gets its NextIteration back edge after the body is built
+    (`update_input`), effect ordering adds control inputs (`add_control_input`), and
+    `Graph.update_node` serves the rewrites that add to a node (a gradient saving one
+    more value in a stack slot: its push's inputs, its pop's outputs; a TensorArray
+    learning its element dtype). Nothing else changes a node once built.
     """
 
     __slots__ = ("graph", "id", "name", "op", "inputs", "control_inputs", "attrs", "device",
@@ -167,14 +171,14 @@ class Node:
 
     def update_input(self, index: int, tensor: Tensor) -> None:
         """Replaces input `index` (a Merge's back edge once the loop body is built, a gated output)."""
-        self.inputs[index] = tensor
-        self.graph.mark_changed()
+        inputs = list(self.inputs)
+        inputs[index] = tensor
+        self.graph.update_node(self, inputs=inputs)
 
     def add_control_input(self, node: "Node") -> None:
         """Makes this node also wait for `node` (effect ordering, pivots); a no-op if it already does."""
         if node not in self.control_inputs:
-            self.control_inputs.append(node)
-            self.graph.mark_changed()
+            self.graph.update_node(self, control_inputs=[*self.control_inputs, node])
 
     def __repr__(self) -> str:
         return f"<Node {self.name} {self.op}>"

@@ -69,20 +69,17 @@ def add_pushed_value(push, value: Tensor) -> int:
     """Makes StackPush node `push` save `value` too (a gradient saving one more value of the same
     context); returns its position in the slot."""
     k = push.attrs["num_values"]
-    push.inputs.insert(1 + k, value)
-    push.attrs["num_values"] = k + 1
-    push.graph.mark_changed()
+    inputs = [*push.inputs[:1 + k], value, *push.inputs[1 + k:]]
+    push.graph.update_node(push, inputs=inputs, attrs={"num_values": k + 1})
     return k
 
 
 def add_popped_value(pop, dtype, shape) -> Tensor:
     """One more output of StackPop node `pop`, for the value added to its pushes."""
     dtype = dtype if dtype is _dt.variant else np.dtype(dtype)
-    pop.attrs["dtypes"] = (*pop.attrs["dtypes"], dtype)
-    pop.attrs["shapes"] = (*pop.attrs["shapes"], _sh.as_shape(shape))
-    out = Tensor(pop, len(pop.outputs), dtype, _sh.as_shape(shape))
-    pop.outputs = (*pop.outputs, out)
-    pop.graph.mark_changed()
+    shape = _sh.as_shape(shape)
+    attrs = {"dtypes": (*pop.attrs["dtypes"], dtype), "shapes": (*pop.attrs["shapes"], shape)}
+    (out,) = pop.graph.update_node(pop, attrs=attrs, new_outputs=[(dtype, shape)])
     return out
 
 

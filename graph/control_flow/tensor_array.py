@@ -61,32 +61,52 @@ register_op("TensorArrayGrad", _handle, stateful=True, differentiable=False)
 
 
 class TensorArraySpec:
-    """What the graph knows about one array's elements; shared by all its handles."""
+    """What the graph knows about one array's elements, shared by all its handles and held by the nodes
+    that use it (their "spec" attribute).
 
-    __slots__ = ("dtype", "element_shape", "name", "new_node", "accumulate", "_unset", "size")
+    It only ever learns: the element dtype once (`TensorArrayNew`'s "dtype" attribute with it, through
+    `Graph.update_node`), the element shape from each value written (`learn`, `learn_element`), joined
+    with what was known. `shape_known` says whether `element_shape` was given or learned: a shape
+    learned from values of unknown shape is None and known.
+    """
 
-    def __init__(self, dtype, element_shape, name, accumulate=False, size: int | None = None):
+    __slots__ = ("dtype", "element_shape", "name", "new_node", "accumulate", "shape_known", "size")
+
+    def __init__(self, dtype, element_shape, name, accumulate=False, size: int | None = None,
+                 shape_known: bool | None = None):
         self.dtype = dtype
         self.size = size  # the number of elements, when the array has a fixed size known to the graph
         self.element_shape = element_shape
-        self._unset = element_shape is None  # no shape given and nothing written yet
+        self.shape_known = element_shape is not None if shape_known is None else shape_known
         self.name = name
-        self.new_node = None
+        self.new_node = None  # the TensorArrayNew that made the array (None: a gradient's, a loaded one)
         self.accumulate = accumulate
 
+    @property
+    def _unset(self) -> bool:
+        # the name exec/kernels/tensor_array.py reads; `shape_known` is the public one
+        return not self.shape_known
+
     def learn(self, value: Tensor, what: str) -> None:
+        """Learns from `value`, written as one element by `what` ("write", "merge", ...)."""
+        self.learn_element(value.dtype, value.shape, what, value.describe())
+
+    def learn_element(self, dtype, shape, what: str, source: str = "a value") -> None:
+        """Learns that an element of dtype `dtype` and shape `shape` (partial) is written by `what`;
+        `source` names the value in the error for a dtype the array does not hold."""
         if self.dtype is None:
-            self.dtype = value.dtype
+            self.dtype = dtype
             if self.new_node is not None:
-                self.new_node.attrs["dtype"] = value.dtype
-        elif value.dtype != self.dtype:
+                self.new_node.graph.update_node(self.new_node, attrs={"dtype": dtype})
+        elif dtype != self.dtype:
             raise GraphError(f"{what}: TensorArray {self.name!r} holds {self.dtype} elements, got a "
-                             f"{value.dtype} value ({value.describe()}); cast it first")
-        if self._unset:
-            self.element_shape = value.shape
-            self._unset = False
-        else:
-            self.element_shape = _sh.join(self.element_shape, value.shape)
+                             f"{dtype} value ({source}); cast it first")
+        self.element_shape = _sh.join(self.element_shape, shape) if self.shape_known else shape
+        self.shape_known = True
+
+    def like(self, name: str) -> "TensorArraySpec":
+        """A new spec knowing what this one knows (a gradient array's)."""
+        return TensorArraySpec(self.dtype, self.element_shape, name, True, self.size, self.shape_known)
 
     def __repr__(self) -> str:
         return f"TensorArraySpec({self.name}, {self.dtype}{_sh.format_shape(self.element_shape)})"
@@ -130,7 +150,25 @@ class TensorArray:
     def _with_flat_tensors(self, tensors):
         return TensorArray(_handle=tensors[0], _spec=self._spec)
 
+    @classmethod
+    def from_handle(cls, handle: Tensor, spec: TensorArraySpec) -> "TensorArray":
+        """The array whose flow `handle` is (a handle a gradient rule reads off a node, with its spec)."""
+        return cls(_handle=handle, _spec=spec)
+
+    def empty_like(self, name: str = "placeholder") -> "TensorArray":
+        """A new, empty, growable array sharing this one's spec: what is learned about the elements of
+        either holds for both (an array standing for this one on a path where it is not built)."""
+        size = convert(0, dtype=None)
+        node = make_op("TensorArrayNew", [size], {"dtype": self.dtype, "spec": self._spec, "dynamic_size": True,
+                                                  "accumulate": False}, name=name)
+        return TensorArray.from_handle(node.outputs[0], self._spec)
+
     # -- metadata ----------------------------------------------------------------------------
+    @property
+    def spec(self) -> TensorArraySpec:
+        """What the graph knows about the elements, shared by every handle of this array."""
+        return self._spec
+
     @property
     def dtype(self):
         return self._spec.dtype
@@ -181,13 +219,13 @@ class TensorArray:
         value = convert(value)
         if value.shape is not None and len(value.shape) == 0:
             raise GraphError(f"cannot unstack a scalar into a TensorArray: {value.describe()}")
-        self._spec.learn(_ElementView(value), "unstack")
+        self._spec.learn_element(value.dtype, _rows(value.shape), "unstack", value.describe())
         return self._new(self._op("TensorArrayUnstack", [value]))
 
     def scatter(self, indices, value) -> "TensorArray":
         """Writes value[k] at index indices[k]."""
         value = convert(value)
-        self._spec.learn(_ElementView(value), "scatter")
+        self._spec.learn_element(value.dtype, _rows(value.shape), "scatter", value.describe())
         return self._new(self._op("TensorArrayScatter", [convert(indices, dtype=None), value]))
 
     def size(self) -> Tensor:
@@ -197,21 +235,15 @@ class TensorArray:
     def grad(self, source: str = "") -> "TensorArray":
         """The accumulating gradient array attached to this one (same size), one per `source`:
         each gradient computation names its own, so gradients of gradients do not mix."""
-        spec = TensorArraySpec(self._spec.dtype, self._spec.element_shape, self._spec.name + "_grad", True,
-                               self._spec.size)
-        spec._unset = self._spec._unset
+        spec = self._spec.like(self._spec.name + "_grad")
         h = make_op("TensorArrayGrad", [self.handle], {"spec": spec, "source": source},
                     name="TensorArrayGrad").outputs[0]
         return TensorArray(_handle=h, _spec=spec)
 
 
-class _ElementView:
-    """The dtype and element shape of a stacked value (for TensorArraySpec.learn)."""
-
-    def __init__(self, value: Tensor):
-        self.dtype = value.dtype
-        self.shape = None if value.shape is None else value.shape[1:]
-        self.name = value.name
+def _rows(shape):
+    """The shape of the rows of a value of `shape`: its elements when unstacked or scattered."""
+    return None if shape is None else shape[1:]
 
 
 def _index(index) -> Tensor:

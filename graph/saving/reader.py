@@ -158,11 +158,9 @@ class _Reader:
     def _spec(self, r: dict) -> TensorArraySpec:
         dtype = None if r["dtype"] is None else decode_dtype(r["dtype"])
         size = r.get("size")  # graphs saved before arrays kept a fixed size lack it
-        spec = TensorArraySpec(dtype, decode_shape(r["element_shape"]), str(r["name"]), bool(r["accumulate"]),
-                               None if size is None else int(size))
-        if r["shape_learned"] and spec.element_shape is None:
-            spec._unset = False  # learned, from values whose shape was unknown
-        return spec
+        # shape_learned with no element shape: learned, from values whose shape was unknown
+        return TensorArraySpec(dtype, decode_shape(r["element_shape"]), str(r["name"]), bool(r["accumulate"]),
+                               None if size is None else int(size), shape_known=bool(r["shape_learned"]))
 
     # -- nodes -------------------------------------------------------------------------------
     def _node(self, k: int, r: dict, node_records: list) -> Node:
@@ -218,8 +216,7 @@ class _Reader:
             for i, (j, port) in enumerate(r["inputs"]):
                 if node.inputs[i].node is self._pending:
                     node.update_input(i, self._tensor_ref(j, port))
-            node.control_inputs = [self._node_ref(c) for c in r["control_inputs"]]
-        self.graph.mark_changed()
+            self.graph.update_node(node, control_inputs=[self._node_ref(c) for c in r["control_inputs"]])
 
     def _finish_graph(self, r: dict) -> None:
         graph = self.graph

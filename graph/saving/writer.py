@@ -168,7 +168,7 @@ class _Writer:
             "dtype": None if spec.dtype is None else encode_dtype(spec.dtype),
             "element_shape": encode_shape(spec.element_shape),
             # an element shape of None means "unknown" once something was written, "not learned yet" before
-            "shape_learned": not spec._unset,
+            "shape_learned": spec.shape_known,
             "accumulate": bool(spec.accumulate),
             "size": spec.size,
             "new_node": None if new is None or id(new) not in self.node_index else self._node(new),

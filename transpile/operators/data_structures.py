@@ -170,25 +170,15 @@ def array_of(value):
     return builder.array if builder is not None else None
 
 
-class _ElementLike:
-    """An element's dtype and shape, as a TensorArray's spec learns them from a written value."""
-
-    def __init__(self, dtype, shape, name):
-        self.dtype, self.shape, self.name = dtype, shape, name
-
-
 def learn_elements(spec, dtype, element_shape, name: str) -> None:
     """Teaches a TensorArray's spec the dtype and shape of its elements, known from an array it meets."""
-    spec.learn(_ElementLike(dtype, element_shape, name), "merge")
+    spec.learn_element(dtype, element_shape, "merge", f"the elements of {name!r}")
 
 
 def empty_array_like(array):
     """An empty array standing for `array` on a path where it is not built: they share their spec, so
     what is learned about the elements later holds for both."""
-    ta = graph.TensorArray(array.dtype, element_shape=array.element_shape, name="placeholder")
-    ta._spec = array._spec
-    ta.handle.node.attrs["spec"] = array._spec
-    return ta
+    return array.empty_like("placeholder")
 
 
 def as_tensor_list(value, dtype, element_shape, name) -> TensorList:
@@ -241,9 +231,7 @@ def share_element_specs(g) -> None:
             continue
         for sp in specs:
             if sp.dtype is None:
-                learn_elements(sp, known.dtype, known.element_shape, known.name)
-                if sp.new_node is not None:
-                    sp.new_node.attrs["dtype"] = known.dtype
+                learn_elements(sp, known.dtype, known.element_shape, known.name)  # sets its TensorArrayNew's dtype
 
 
 def list_append(target, value):
