@@ -9,7 +9,7 @@ import operator
 
 import numpy as np
 
-from exec.kernels.array import known_value
+from exec.kernels.array import _static_shape, known_value
 from exec.kernels.registry import kernel
 from graph.ops.indexing import Dyn, Slice
 
@@ -128,16 +128,18 @@ def _getitem_grad(node, rt):
     rows = _distinct_rows(node, items)
     if rows is not None:
         arrays = [it.pos for it in items if isinstance(it, Dyn) and it.kind == "array"]
+        static = _static_shape(node, 1)  # the input's shape, when the graph fixes it: converted once
 
         def getitem_grad_distinct(grad, shape, *dyn):
             # x[rows, j] with rows a constant of distinct values picks each element at most once (a Q-value
             # per row of a batch): an assignment adds what np.add.at would, at a fraction of its cost
-            if all(np.shape(dyn[p]) == rows for p in arrays):
-                grad = np.asarray(grad)
-                out = np.zeros(tuple(np.asarray(shape).tolist()), grad.dtype)
-                out[key_of(dyn)] = grad + out.dtype.type(0)  # 0 + g, as np.add.at gives: -0.0 becomes 0.0
-                return _scalar(out)
-            return scatter_add(shape, grad, items, key_of(dyn))
+            for p in arrays:
+                if np.shape(dyn[p]) != rows:
+                    return scatter_add(shape, grad, items, key_of(dyn))
+            grad = np.asarray(grad)
+            out = np.zeros(static if static is not None else tuple(np.asarray(shape).tolist()), grad.dtype)
+            out[key_of(dyn)] = grad + out.dtype.type(0)  # 0 + g, as np.add.at gives: -0.0 becomes 0.0
+            return _scalar(out)
         return getitem_grad_distinct
 
     def getitem_grad(grad, shape, *dyn):
