@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from graph.core import Graph, Node
+from graph.frames import parent_frame
 from graph.logs import get_logger
 from graph.node import Tensor
 from graph.ops.communication import CONTROL_DUMMY
@@ -215,7 +216,7 @@ class _Partitioner:
         if loop_cond is None or frame not in self.enter_attrs:
             raise ValueError(f"partition: {frame.describe()} has nodes on {device} but its LoopCond or Enters "
                              "are not among the nodes being partitioned")
-        parent = frame.outer.frame if frame.outer is not None else None
+        parent = parent_frame(frame)
         source = getattr(frame, "source", None)  # the user's line of the loop
         if parent is None:
             start = self._root_const(device)

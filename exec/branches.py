@@ -38,6 +38,8 @@ from exec.node_kinds import (
     TO_PRED,
 )
 from exec.pending import slot_of
+from graph.frames import exit_frame, input_frame, is_nested_in
+from graph.op_names import LOOP_COND
 
 # A dead Send must still tell its Recv (docs/design.md, "Tagged-token rules"): never skip a branch holding one.
 NEVER_SKIPPED_OPS = frozenset({"Send", "Recv"})
@@ -113,7 +115,7 @@ def plan_skipping(plan) -> Skipping:
     for s, kd in enumerate(kind):
         # A loop's Switches are left alone: skipping its body in the last iteration would save one
         # iteration per loop and cost the skipping Switch's extra work in every iteration.
-        if kd == SWITCH and nodes[s].inputs[1].node.op != "LoopCond":
+        if kd == SWITCH and nodes[s].inputs[1].node.op != LOOP_COND:
             pred = [(src, port) for src, port, e in edges.incoming[s] if e[1] == _PRED_SLOT]
             if len(pred) == 1:
                 groups.setdefault(pred[0], []).append(s)
@@ -292,7 +294,7 @@ def _analyze(plan, edges: _Edges, switches, p, frame) -> _Candidate | None:
     while work:
         x = work.pop()
         # a NextIteration feeds the next iteration; a loop's Exit the frame around the loop
-        if kind[x] == NEXT or kind[x] == EXIT and _exit_frame(nodes[x]) is frame:
+        if kind[x] == NEXT or kind[x] == EXIT and exit_frame(nodes[x]) is frame:
             continue
         # A Switch on the predicate can itself be gated (Switch(Switch(x, p):1, p): a value captured
         # twice); its port p edges were counted above
@@ -308,7 +310,7 @@ def _analyze(plan, edges: _Edges, switches, p, frame) -> _Candidate | None:
         if n.op in NEVER_SKIPPED_OPS:
             return None
         fx = n.frame
-        if kind[x] == EXIT and _exit_frame(n) is frame or kind[x] == NEXT and fx is frame:
+        if kind[x] == EXIT and exit_frame(n) is frame or kind[x] == NEXT and fx is frame:
             pass  # dead, it would do nothing
         elif fx is frame and kind[x] != LOOP_MERGE:
             lists = _entry_lists(plan, x)
@@ -319,7 +321,7 @@ def _analyze(plan, edges: _Edges, switches, p, frame) -> _Candidate | None:
                     if e[2] == TO_FETCH or e[0] not in gated:
                         exits.append(e)
                         sources.append(x)
-        elif _inside(fx, frame):
+        elif is_nested_in(fx, frame):
             nested.add(fx)
             if any(e[2] == TO_FETCH or e[0] not in gated for _, es in _entry_lists(plan, x) for e in es):
                 return None
@@ -328,37 +330,10 @@ def _analyze(plan, edges: _Edges, switches, p, frame) -> _Candidate | None:
         for src, port, e in incoming[x]:
             if src in gated or src in own and port == p:
                 continue
-            if e[2] != PENDING or _input_frame(n) is not frame:
+            if e[2] != PENDING or input_frame(n) is not frame:
                 return None
             guarded.add(x)
             entries.add((e[0], e[1]))
     if any(i not in gated for fr in nested for i in edges.members.get(fr, ())):
         return None  # a loop partly outside the branch would still run its part
     return _Candidate(None, switches, p, gated, exits, sources, guarded, entries)
-
-
-def _parent(frame):
-    return frame.outer.frame if frame is not None and frame.outer is not None else None
-
-
-def _inside(fx, frame) -> bool:
-    """Whether loop `fx` is nested (at any depth) in `frame` (None: the root)."""
-    while fx is not None:
-        fx = _parent(fx)
-        if fx is frame:
-            return True
-    return False
-
-
-def _exit_frame(n):
-    """The loop an Exit leaves."""
-    return n.inputs[0].node.frame
-
-
-def _input_frame(n):
-    """The frame whose iterations hold a node's pending inputs."""
-    if n.op == "Enter":
-        return _parent(n.frame)
-    if n.op == "Exit":
-        return _exit_frame(n)
-    return n.frame

@@ -69,6 +69,7 @@ from exec.plan import Plan
 from exec.pool import Pool
 from exec.recurrence import BUSY_CORES
 from exec.rendezvous import Aborted
+from graph.frames import parent_frame
 
 _MISSING = object()
 _ready_queue = deque  # the queue of nodes to run; tests replace it to see which nodes ran
@@ -706,7 +707,7 @@ def describe_tag(node, it: Iteration) -> str:
         desc = ctx.describe() if ctx is not None else f"frame {it.frame.name}"
         parts.append(f"in iteration {it.n} of {desc}")
         it = it.frame.parent
-        ctx = ctx.outer.frame if ctx is not None and ctx.outer is not None else None
+        ctx = parent_frame(ctx)
     return ", ".join(parts)
 
 

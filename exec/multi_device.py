@@ -23,6 +23,7 @@ from exec.errors import run_interrupted
 from exec.plan import Plan, build_plan, prune
 from exec.rendezvous import LocalRendezvous, Rendezvous
 from graph.devices import UNPLACED, canonical_device
+from graph.frames import enclosing_frames
 
 
 @dataclass
@@ -75,12 +76,7 @@ def plan_run(graph, fetches, targets, feeds, rt, use_pool: bool, partition, devi
 def _with_loop_predicates(graph, nodes: list, fed: set) -> list:
     """`nodes` and whatever computes the predicates of the loops they are in: each device's copy of a
     loop runs as many iterations as the predicate says (dist/partition.py)."""
-    frames = set()
-    for n in nodes:
-        f = n.frame
-        while f is not None and f not in frames:
-            frames.add(f)
-            f = f.outer.frame if f.outer is not None else None
+    frames = {f for n in nodes for f in enclosing_frames(n.frame)}
     have = set(nodes)
     missing = [m for m in graph.nodes if m.op == "LoopCond" and m.frame in frames and m not in have]
     return prune(nodes + missing, fed) if missing else nodes

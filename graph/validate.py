@@ -2,77 +2,81 @@
 from __future__ import annotations
 
 from graph.errors import GraphError
+from graph.frames import input_frame, parent_frame
+from graph.index import is_back_edge
+from graph.node import Node
+from graph.op_names import ENTER, EXIT, MERGE, NEXT_ITERATION
 from graph.printing import format_graph
 
 
-def _frame(node):
-    return node.frame
-
-
-def expected_input_frame(node):
-    """The frame a node's inputs must come from (Enter reads its parent's; Exit its loop's)."""
-    if node.op == "Enter":
-        ctx = node.context
-        return ctx.outer.frame if ctx.outer is not None else None
-    return _frame(node)
-
-
-def _control_frame(node, want):
-    """The frame a node's control inputs must come from: its inputs' (an Exit's loop)."""
-    if node.op == "Exit" and node.inputs:
-        return _frame(node.inputs[0].node)
-    return want
-
-
 def validate(graph) -> None:
-    problems: list[str] = []
+    """Raises GraphError listing what is structurally wrong (see the module doc)."""
     ids = {id(n) for n in graph.nodes}
+    problems: list[str] = []
     for n in graph.nodes:
-        want = expected_input_frame(n)
-        for t in n.inputs:
-            if id(t.node) not in ids:
-                problems.append(f"{n.name}: input {t.name} is not in the graph")
-                continue
-            have = _frame(t.node)
-            if n.op == "Exit":
-                if have is None or have.outer is None and want is not None or (
-                        have is not None and (have.outer.frame if have.outer else None) is not want):
-                    problems.append(f"{n.name}: Exit input {t.name} is not in a loop directly inside this frame")
-            elif n.op == "Merge" and t.node.op == "NextIteration":
-                if have is not _frame(n):
-                    problems.append(f"{n.name}: back edge from {t.name} crosses frames")
-            elif have is not want:
-                problems.append(f"{n.name} ({n.op}): input {t.name} is in frame {_name(have)}, "
-                                f"expected {_name(want)}")
-        for c in n.control_inputs:
-            if id(c) not in ids:
-                problems.append(f"{n.name}: control input {c.name} is not in the graph")
-            elif _frame(c) is not _control_frame(n, want):  # an Exit waits in its loop's frame, as its input
-                problems.append(f"{n.name}: control input ^{c.name} is in frame {_name(_frame(c))}, "
-                                f"expected {_name(_control_frame(n, want))}")
-        if n.op == "Merge" and n.control_inputs:  # it fires on its first live input: none can wait
-            problems.append(f"{n.name}: a Merge cannot have control inputs "
-                            f"({', '.join('^' + c.name for c in n.control_inputs)}); order its inputs instead")
-        for t in n.inputs:
-            if t.node.op == "NextIteration" and n.op != "Merge":
-                problems.append(f"{n.name}: NextIteration {t.node.name} may only feed a Merge")
-        if not n.inputs and not n.control_inputs and _frame(n) is not None:
-            problems.append(f"{n.name}: a node inside a loop frame needs at least one input")
+        problems.extend(_input_problems(n, ids))
+        problems.extend(_control_problems(n, ids))
+        problems.extend(_shape_problems(n))
     problems.extend(_frames(graph))
     problems.extend(_cycles(graph))
     if problems:
-        listing = format_graph(graph)
-        lines = listing.splitlines()
-        if len(lines) > 200:
-            listing = "\n".join(lines[:200]) + f"\n... ({len(lines) - 200} more nodes)"
-        raise GraphError("invalid graph:\n  " + "\n  ".join(problems[:20]) + "\n\n" + listing, None)
+        raise GraphError("invalid graph:\n  " + "\n  ".join(problems[:20]) + "\n\n" + _listing(graph), None)
+
+
+def _input_problems(n: Node, ids: set[int]) -> list[str]:
+    """Data inputs in the graph and in the frame `input_frame` says; Exits leave a loop directly inside
+    their own frame; back edges stay in their frame."""
+    problems, want = [], input_frame(n)
+    for t in n.inputs:
+        have = t.node.frame
+        if id(t.node) not in ids:
+            problems.append(f"{n.name}: input {t.name} is not in the graph")
+        elif n.op == EXIT:
+            if have is None or parent_frame(have) is not n.frame:
+                problems.append(f"{n.name}: Exit input {t.name} is not in a loop directly inside this frame")
+        elif is_back_edge(t.node, n):
+            if have is not n.frame:
+                problems.append(f"{n.name}: back edge from {t.name} crosses frames")
+        elif have is not want:
+            problems.append(f"{n.name} ({n.op}): input {t.name} is in frame {_name(have)}, expected {_name(want)}")
+        if t.node.op == NEXT_ITERATION and n.op != MERGE:
+            problems.append(f"{n.name}: NextIteration {t.node.name} may only feed a Merge")
+    return problems
+
+
+def _control_problems(n: Node, ids: set[int]) -> list[str]:
+    """Control inputs in the graph and in the frame of the node's inputs (an Exit waits in its loop's);
+    none on a Merge."""
+    problems, want = [], input_frame(n)
+    for c in n.control_inputs:
+        if id(c) not in ids:
+            problems.append(f"{n.name}: control input {c.name} is not in the graph")
+        elif c.frame is not want:
+            problems.append(f"{n.name}: control input ^{c.name} is in frame {_name(c.frame)}, expected {_name(want)}")
+    if n.op == MERGE and n.control_inputs:  # it fires on its first live input: none can wait
+        problems.append(f"{n.name}: a Merge cannot have control inputs "
+                        f"({', '.join('^' + c.name for c in n.control_inputs)}); order its inputs instead")
+    return problems
+
+
+def _shape_problems(n: Node) -> list[str]:
+    if not n.inputs and not n.control_inputs and n.frame is not None:
+        return [f"{n.name}: a node inside a loop frame needs at least one input"]
+    return []
+
+
+def _listing(graph) -> str:
+    lines = format_graph(graph).splitlines()
+    if len(lines) > 200:
+        lines = lines[:200] + [f"... ({len(lines) - 200} more nodes)"]
+    return "\n".join(lines)
 
 
 def _frames(graph) -> list[str]:
     """Every Enter names the frame it enters; one frame name is one loop with one parallel_iterations."""
     problems, loops, windows = [], {}, {}
     for n in graph.nodes:
-        if n.op != "Enter":
+        if n.op != ENTER:
             continue
         frame, name = n.frame, n.attrs.get("frame_name")
         if frame is None or frame.frame_name != name:

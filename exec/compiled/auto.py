@@ -29,6 +29,7 @@ from typing import Callable, Iterable
 from exec.compiled.program import Program
 from exec.compiled.structure import Unstructured
 from graph import shapes as _sh
+from graph.frames import enclosing_frames
 from graph.index import GraphIndex, reachable
 from graph.logs import get_logger
 from graph.node import Node
@@ -126,12 +127,7 @@ def _parallel_heavy(nodes: list[Node]) -> list[Node]:
 
 def _weight(frame) -> float:
     """How many times a node of `frame` runs per run of the plan, at the nominal trip counts."""
-    depth = 0
-    while frame is not None:
-        depth += 1
-        outer = getattr(frame, "outer", None)
-        frame = outer.frame if outer is not None else None
-    return float(NOMINAL_TRIPS ** depth)
+    return float(NOMINAL_TRIPS ** sum(1 for _ in enclosing_frames(frame)))
 
 
 def _elements(n: Node) -> int:

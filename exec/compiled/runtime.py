@@ -9,6 +9,7 @@ up in the program's line table, and the loop counters are read from the failing 
 from __future__ import annotations
 
 from exec.errors import AssertionFailed, RunError, RunInterrupted, run_interrupted
+from graph.frames import parent_frame
 from graph.node import Tensor
 
 
@@ -72,5 +73,5 @@ def describe_iterations(node, iterations: list[tuple[int, str]]) -> str:
     for n, frame in iterations:
         desc = ctx.describe() if ctx is not None else f"frame {frame}"
         parts.append(f"in iteration {n} of {desc}")
-        ctx = ctx.outer.frame if ctx is not None and ctx.outer is not None else None
+        ctx = parent_frame(ctx)
     return ", ".join(parts)
