@@ -11,6 +11,8 @@ Variants:
   numexpr          one `numexpr.evaluate` per result (one thread: the cores are shared)
   numba            one @njit loop over the elements computing every result
   numba_vectorize  one @vectorize ufunc per result (forward only)
+and one op at a time (multiply, exp, tanh): numpy's ufunc against a precompiled numexpr program with one
+and with two threads.
 Method: every variant runs `--calls` times per round, the variants interleaved round by round;
 the figure is the median over rounds of µs per call, the ratio against numpy in the same round's
 median. Results are checked against numpy's (float32 rounding). A variant whose library is not
@@ -193,6 +195,33 @@ def measure(fns: dict, args: tuple, rounds: int, calls: int) -> dict:
                 "rounds_us": v} for k, v in times.items()}
 
 
+def single_ops(rounds: int, calls: int) -> dict:
+    """One op on a (32, 256) float32 block: numpy's ufunc against a precompiled numexpr program (its cheapest
+    call), with one thread and with two."""
+    import numexpr as ne
+    rng = np.random.default_rng(0)
+    x, y = (rng.standard_normal((B, H)).astype(np.float32) for _ in range(2))
+    ops = {"multiply": ("x * y", lambda: np.multiply(x, y)), "exp": ("exp(x)", lambda: np.exp(x)),
+           "tanh": ("tanh(x)", lambda: np.tanh(x))}
+    out = {}
+    for name, (expr, numpy_fn) in ops.items():
+        names = ("x", "y") if "y" in expr else ("x",)
+        program = ne.NumExpr(expr, signature=[(n, float) for n in names])  # numexpr's `float` is float32
+        args = (x, y)[:len(names)]
+        fns = {"numpy": numpy_fn, "numexpr_1": lambda p=program: p(*args), "numexpr_2": lambda p=program: p(*args)}
+        times: dict = {k: [] for k in fns}
+        for _ in range(rounds):
+            for k, fn in fns.items():
+                ne.set_num_threads(2 if k == "numexpr_2" else 1)
+                t0 = time.perf_counter()
+                for _ in range(calls):
+                    fn()
+                times[k].append((time.perf_counter() - t0) / calls * 1e6)
+        out[name] = {k: statistics.median(v) for k, v in times.items()}
+    ne.set_num_threads(1)
+    return out
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--rounds", type=int, default=7)
@@ -209,6 +238,11 @@ def main() -> None:
         print(f"\n{chain:<16}{'us/call':>10}{'x numpy':>10}")
         for name, r in res.items():
             print(f"{name:<16}{r['us']:>10.1f}{r['vs_numpy']:>10.2f}")
+    if "numexpr" not in skipped:
+        results["single_ops"] = single_ops(a.rounds, a.calls)
+        print(f"\n{'one op':<16}{'numpy us':>10}{'numexpr 1t':>12}{'numexpr 2t':>12}")
+        for name, r in results["single_ops"].items():
+            print(f"{name:<16}{r['numpy']:>10.1f}{r['numexpr_1']:>12.1f}{r['numexpr_2']:>12.1f}")
     print(f"\nnot installed, skipped: {', '.join(skipped) or 'none'}")
     versions = {m: __import__(m).__version__ for m in ("numexpr", "numba") if m not in skipped}
     print("BENCH_JSON: " + json.dumps({

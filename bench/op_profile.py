@@ -6,7 +6,8 @@ apart), and what is left of the step's wall time is the generated code's own Pyt
 scalar operators, assignments and `del`s. Workload: bench/lstm.py's training step (`--workload lstm`)
 or bench/dqn.py's agent step (`--workload dqn`).
 
-Usage: python bench/op_profile.py [--workload lstm] [--seq 100] [--steps 5] [--mode compiled]
+Usage: python bench/op_profile.py [--workload lstm] [--seq 100] [--steps 5] [--mode compiled] [--clock cpu]
+                                  [--no-fusion]
 Ends with one line `BENCH_JSON: {...}`.
 """
 from __future__ import annotations
@@ -26,15 +27,17 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 _CALL = re.compile(r"=\s*([A-Za-z_]\w*)\(|^\s*([A-Za-z_]\w*)\(")
 
 
+def traces_of(fn) -> list:
+    """A transpile.function's traces (its trace cache is a dict of lists, or a TraceCache holding one)."""
+    cache = getattr(fn, "_function", fn)._traces
+    groups = cache._by_signature.values() if hasattr(cache, "_by_signature") else cache.values()
+    return [trace for variants in groups for trace in variants]
+
+
 def programs_of(fn) -> list:
     """The compiled programs of a transpile.function's traces (those its session compiled)."""
-    out = []
-    for variants in fn._traces.values():
-        for trace in variants:
-            for _plan, program in trace.session._programs.values():
-                if program is not None:
-                    out.append(program)
-    return out
+    return [program for trace in traces_of(fn) for _plan, program in trace.session._programs.values()
+            if program is not None]
 
 
 def _function(program):
@@ -74,6 +77,15 @@ def _timed(kernel, slot, clock=time.perf_counter):
             slot[1] += 1
     timed._profiled = True
     return timed
+
+
+def _join_compilations(fn) -> None:
+    """Waits for fused kernels still being compiled (exec/compiled/fusion.py), so that they are timed."""
+    from exec.compiled.fusion import FusedKernel
+    for program in programs_of(fn):
+        for value in list(_function(program).__globals__.values()):
+            if isinstance(value, FusedKernel) and value.compiling is not None:
+                value.compiling.join()
 
 
 def wrapper_cost_s(clock) -> float:
@@ -122,13 +134,18 @@ def main() -> None:
     ap.add_argument("--seq", type=int, default=100)
     ap.add_argument("--steps", type=int, default=5)
     ap.add_argument("--mode", default="compiled")
+    ap.add_argument("--no-fusion", action="store_true", help="compiled code without fused chains (numpy's kernels)")
     ap.add_argument("--clock", default="wall", choices=("wall", "cpu"),
                     help="wall time, or this process's CPU time (steadier on a shared machine)")
     a = ap.parse_args()
+    if a.no_fusion:
+        from exec.compiled import fusion
+        fusion._available = False
     step, fn = lstm_workload(a.seq, a.mode) if a.workload == "lstm" else dqn_workload(a.mode)
     clock = time.perf_counter if a.clock == "wall" else time.process_time
     step()
     step()
+    _join_compilations(fn)
     plain = []
     for _ in range(a.steps):
         t0 = clock()
@@ -160,7 +177,7 @@ def main() -> None:
     rest = wall - kernels - calls * wrapper
     print(f"{'(generated code)':<22}{rest * 1e3:>9.2f}{rest / wall:>8.1%}")
     print("BENCH_JSON: " + json.dumps({
-        "bench": "op_profile", "workload": a.workload, "mode": a.mode, "clock": a.clock, "seq": a.seq,
+        "bench": "op_profile", "workload": a.workload, "mode": a.mode, "clock": a.clock, "fusion": not a.no_fusion, "seq": a.seq,
         "step_ms": statistics.median(plain) * 1e3, "instrumented_ms": wall * 1e3, "wrapper_us": wrapper * 1e6,
         "ops": {op: {"ms": (s - n * wrapper) * 1e3, "calls": n} for op, s, n in rows},
         "generated_code_ms": rest * 1e3}))
