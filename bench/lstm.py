@@ -118,9 +118,9 @@ def build_ours(T, static, mode="auto"):
 def _back_ends(fn) -> list[str]:
     """What runs each plan of a transpile.function's traces: compiled code or the dataflow executor (what
     mode="auto" chose)."""
+    from op_profile import traces_of
     return sorted({"dataflow" if program is None else "compiled"
-                   for variants in fn._traces.values() for trace in variants
-                   for _plan, program in trace.session._programs.values()})
+                   for trace in traces_of(fn) for _plan, program in trace.session._programs.values()})
 
 
 # ---------------------------------------------------------------- numpy
