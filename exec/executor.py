@@ -222,7 +222,10 @@ class _Run:
         # This loop runs once per node execution, so the plan's tables and the bound methods it
         # calls are local variables (CPython's cheapest lookup), and the kinds a loop iteration runs
         # (kernels, Switch, Merge, NextIteration) fire inline, most frequent first; the rarer kinds
-        # call a method each.
+        # call a method each. That is why it is one long function, the one exception to the
+        # packages' 80-line limit: a method per inline kind would add a Python call, and the reloads
+        # of these locals, to every node execution, which is most of the executor's own cost
+        # (bench/loop_overhead.py).
         plan = self.plan
         kind, fn, cons, dead_cons = plan.kind, plan.fn, plan.cons, plan.dead_cons
         recurrence, inline_recurrence = plan.recurrence, self.inline_recurrence

@@ -41,6 +41,7 @@ from exec.recurrence import on_main_recurrence
 from exec.rendezvous import rendezvous_key
 from graph import shapes as _sh
 from graph.core import Node, Tensor
+from graph.frames import exit_frame
 from graph.index import in_graph_order, upstream
 
 _KIND_OF_OP = {"Switch": SWITCH, "Enter": ENTER, "Exit": EXIT, "NextIteration": NEXT, "Send": SEND, "Recv": RECV}
@@ -96,8 +97,47 @@ def build_plan(graph, fetches: list[Tensor], targets: list[Node], feeds: list[Te
 
 def _build_plan(graph, fetches: list[Tensor], targets: list[Node], feeds: list[Tensor], rt,
                 use_pool: bool, device) -> Plan:
+    _check_request(fetches, feeds)
     fed_nodes = {t.node for t in feeds}
+    nodes = prune([t.node for t in fetches] + list(targets), fed_nodes)
+    forward = _forwarded_identities(nodes, fetches, fed_nodes)
+    nodes = [n for n in nodes if n not in forward]
+    n_nodes = len(nodes)
+    plan = Plan(nodes, [0] * n_nodes, [None] * n_nodes, [0] * n_nodes, [0] * n_nodes, [[] for _ in range(n_nodes)],
+                [None] * n_nodes, [], [], list(fetches), local={n: i for i, n in enumerate(nodes)})
+    feed_index = {t.node: k for k, t in enumerate(feeds)}
     device_name = canonical_device(device.name) if device is not None else None
+    for i, n in enumerate(nodes):
+        if n in fed_nodes:
+            plan.kind[i] = NORMAL  # a fed node "computes" the identity of its fed value
+            plan.fn[i] = _identity
+            plan.feeds.append((i, feed_index[n]))
+        else:
+            check_local(n, device_name)
+            _plan_node(plan, i, n, rt, use_pool)
+    _add_edges(plan, forward, fed_nodes)
+    _split_invariant_edges(plan)
+    _donate(plan, rt, fed_nodes)
+    if device is not None:
+        _on_device(plan, device, fed_nodes)
+    else:
+        _pack(plan)
+    _complete_ports(plan)
+    skipping = plan_skipping(plan)
+    plan.branches, plan.cond_switches, plan.guards = skipping.branches, skipping.switches, skipping.guards
+    for i in plan.cond_switches:
+        plan.kind[i] = COND_SWITCH
+    _bind_constants(plan)
+    plan.uses_pool = ASYNC in plan.kind
+    if plan.uses_pool:  # where the loops' critical recurrences run is decided per run (exec/recurrence.py)
+        heavy = [k == ASYNC for k in plan.kind]
+        on_main = on_main_recurrence(nodes, _successors(plan), heavy)
+        plan.recurrence = frozenset(i for i, r in enumerate(on_main) if r)
+    return plan
+
+
+def _check_request(fetches: list[Tensor], feeds: list[Tensor]) -> None:
+    """Only single-output nodes are fed; only values of the root frame are fetched."""
     for t in feeds:
         if len(t.node.outputs) != 1:
             raise ValueError(f"can only feed single-output nodes; {t.name} is output {t.index} of "
@@ -106,90 +146,72 @@ def _build_plan(graph, fetches: list[Tensor], targets: list[Node], feeds: list[T
         if t.node.frame is not None:
             raise ValueError(f"cannot fetch {t.name}: it lives inside {t.node.frame.describe()}; "
                              "return it from the loop as a loop variable")
-    nodes = prune([t.node for t in fetches] + list(targets), fed_nodes)
-    forward = _forwarded_identities(nodes, fetches, fed_nodes)
-    nodes = [n for n in nodes if n not in forward]
-    local = {n: i for i, n in enumerate(nodes)}
-    n_nodes = len(nodes)
-    kind, fn, nin, ndata, tmpl = [0] * n_nodes, [None] * n_nodes, [0] * n_nodes, [0] * n_nodes, [None] * n_nodes
-    cons: list = [[] for _ in range(n_nodes)]
-    plan = Plan(nodes, kind, fn, nin, ndata, cons, tmpl, [], [], list(fetches), local=local)
-    feed_index = {t.node: k for k, t in enumerate(feeds)}
-    for i, n in enumerate(nodes):
-        if n in fed_nodes:
-            kind[i] = NORMAL  # a fed node "computes" the identity of its fed value
-            fn[i] = _identity
-            plan.feeds.append((i, feed_index[n]))
-            continue
-        check_local(n, device_name)
-        k = _kind(n)
-        kind[i] = k
-        if k not in SINGLE_OUTPUT_KINDS:
-            cons[i] = ([], [], [])
-        if k in (NORMAL, MULTI):
-            if n.op == "Placeholder":
-                loc = f" (created at {n.source})" if n.source else ""
-                raise ValueError(f"placeholder {n.name!r}{loc} must be fed: pass it in feed_dict")
-            fn[i] = get_kernel(n, rt)
-            if use_pool and k == NORMAL and _is_heavy(n):
-                kind[i] = ASYNC
-        nd = len(n.inputs)
-        ndata[i] = nd
-        nin[i] = nd + len(n.control_inputs)
-        if nin[i] == 0:
-            if n.frame is not None:
-                raise ValueError(f"node {n.name} inside a loop frame has no inputs and could never run")
-            plan.sources.append(i)
-        # pending-input templates; a node whose one input is a control edge gets one too, so that
-        # it is called without arguments, as DIRECT would hand it the control value
-        if kind[i] not in (MERGE, LOOP_MERGE) and (nin[i] > 1 or nin[i] == 1 and nd == 0):
-            tmpl[i] = template(nin[i])
-        if k in (SEND, RECV):
-            a = n.attrs
-            plan.comm[i] = rendezvous_key(a["send_device"], a["recv_device"], a["tensor_name"], "")
-        if k == ENTER:
-            name = n.attrs["frame_name"]
-            plan.frame_info[i] = (name, n.attrs["is_constant"], n.attrs["parallel_iterations"])
-            plan.num_enters[name] = plan.num_enters.get(name, 0) + 1
-        elif k == EXIT:
-            plan.exits.setdefault(n.inputs[0].node.frame.frame_name, []).append(i)
-    for i, n in enumerate(nodes):
-        if n in fed_nodes:
+
+
+def _plan_node(plan: Plan, i: int, n: Node, rt, use_pool: bool) -> None:
+    """Node i's kind, kernel, input counts and pending-input template, and what its kind records."""
+    k = _kind(n)
+    plan.kind[i] = k
+    if k not in SINGLE_OUTPUT_KINDS:
+        plan.cons[i] = ([], [], [])
+    if k in (NORMAL, MULTI):
+        if n.op == "Placeholder":
+            loc = f" (created at {n.source})" if n.source else ""
+            raise ValueError(f"placeholder {n.name!r}{loc} must be fed: pass it in feed_dict")
+        plan.fn[i] = get_kernel(n, rt)
+        if use_pool and k == NORMAL and _is_heavy(n):
+            plan.kind[i] = ASYNC
+    nd = plan.ndata[i] = len(n.inputs)
+    nin = plan.nin[i] = nd + len(n.control_inputs)
+    if nin == 0:
+        if n.frame is not None:
+            raise ValueError(f"node {n.name} inside a loop frame has no inputs and could never run")
+        plan.sources.append(i)
+    # pending-input templates; a node whose one input is a control edge gets one too, so that
+    # it is called without arguments, as DIRECT would hand it the control value
+    if plan.kind[i] not in (MERGE, LOOP_MERGE) and (nin > 1 or nin == 1 and nd == 0):
+        plan.tmpl[i] = template(nin)
+    if k in (SEND, RECV):
+        a = n.attrs
+        plan.comm[i] = rendezvous_key(a["send_device"], a["recv_device"], a["tensor_name"], "")
+    if k == ENTER:
+        name = n.attrs["frame_name"]
+        plan.frame_info[i] = (name, n.attrs["is_constant"], n.attrs["parallel_iterations"])
+        plan.num_enters[name] = plan.num_enters.get(name, 0) + 1
+    elif k == EXIT:
+        plan.exits.setdefault(exit_frame(n).frame_name, []).append(i)
+
+
+def _add_edges(plan: Plan, forward: set, fed: set) -> None:
+    """The consumer edges of every data and control input (read through forwarded identities), and
+    the fetches' pseudo-edges."""
+    local = plan.local
+    for i, n in enumerate(plan.nodes):
+        if n in fed:
             continue
         for j, t in enumerate(n.inputs):
             while t.node in forward:
                 t = t.node.inputs[0]
             _add_edge(plan, local[t.node], t.index, i, j)
         for j, c in enumerate(n.control_inputs):
-            _add_edge(plan, local[c], -1, i, ndata[i] + j)
-    for k, t in enumerate(fetches):
+            _add_edge(plan, local[c], -1, i, plan.ndata[i] + j)
+    for k, t in enumerate(plan.fetches):
         s = local[t.node]
         # a fetch is a pseudo-consumer: "dst" is the fetch's index in the results
-        entries = plan.cons[s] if kind[s] in SINGLE_OUTPUT_KINDS else _port_list(plan, s, t.index)
+        entries = plan.cons[s] if plan.kind[s] in SINGLE_OUTPUT_KINDS else _port_list(plan, s, t.index)
         entries.append((k, -1, TO_FETCH))
-    _split_invariant_edges(plan)
-    _donate(plan, rt, fed_nodes)
-    if device is not None:
-        _on_device(plan, device, fed_nodes)
-    else:
-        _pack(plan)
-    for i in range(n_nodes):
-        if kind[i] not in SINGLE_OUTPUT_KINDS and len(nodes[i].outputs) > 2:
-            _port_list(plan, i, len(nodes[i].outputs) - 1)  # every port gets a (maybe empty) list
-    for i in range(n_nodes):
+
+
+def _complete_ports(plan: Plan) -> None:
+    """Every port of a multi-output node gets a (maybe empty) list; each Switch its dead consumers."""
+    kind = plan.kind
+    for i, n in enumerate(plan.nodes):
+        if kind[i] not in SINGLE_OUTPUT_KINDS and len(n.outputs) > 2:
+            _port_list(plan, i, len(n.outputs) - 1)
+    for i in range(len(plan.nodes)):
         if kind[i] == SWITCH:  # the loop's exit side is dead every iteration but the last: skip it
             plan.dead_cons[i] = tuple([e for e in plan.cons[i][p] if kind[e[0]] != EXIT or e[2] == TO_FETCH]
                                       for p in (0, 1))
-    skipping = plan_skipping(plan)
-    plan.branches, plan.cond_switches, plan.guards = skipping.branches, skipping.switches, skipping.guards
-    for i in plan.cond_switches:
-        kind[i] = COND_SWITCH
-    _bind_constants(plan)
-    plan.uses_pool = ASYNC in kind
-    if plan.uses_pool:  # where the loops' critical recurrences run is decided per run (exec/recurrence.py)
-        heavy = [k == ASYNC for k in kind]
-        plan.recurrence = frozenset(i for i, r in enumerate(on_main_recurrence(nodes, _successors(plan), heavy)) if r)
-    return plan
 
 
 def _on_device(plan: Plan, device, fed: set) -> None:

@@ -225,80 +225,89 @@ def to_dot(graph, show_types: bool = True, expand: bool | Collection[str] = Fals
     loops it names by frame (`"while_1"`), with the loops and conds around them: an
     expanded loop or cond is a cluster of what its body holds.
     """
-    layout = _Layout(graph, expand)
-    placed = {n: layout.place(n) for n in graph.nodes}
-    sizes: dict[tuple, int] = {}
-    for _, box in placed.values():
-        if box is not None:
-            sizes[box.key] = sizes.get(box.key, 0) + 1
+    dot = _DotWriter(_Layout(graph, expand), graph.nodes)
+    for n in graph.nodes:
+        dot.add_node(n, show_types)
+    return dot.render()
 
-    items: dict[tuple, list[str]] = {(): []}
-    children: dict[tuple, list[tuple]] = {}
-    box_ids: dict[tuple, str] = {}
 
-    def endpoint(n: Node) -> str:
-        levels, box = placed[n]
+class _DotWriter:
+    """The Graphviz statements of `to_dot`: nodes and boxes in their clusters, and the edges between them."""
+
+    def __init__(self, layout: _Layout, nodes: list[Node]):
+        self.layout = layout
+        self.placed = {n: layout.place(n) for n in nodes}
+        self.sizes: dict[tuple, int] = {}   # box key -> the number of nodes it stands for
+        for _, box in self.placed.values():
+            if box is not None:
+                self.sizes[box.key] = self.sizes.get(box.key, 0) + 1
+        self.items: dict[tuple, list[str]] = {(): []}   # cluster levels -> its statements
+        self.children: dict[tuple, list[tuple]] = {}
+        self.box_ids: dict[tuple, str] = {}
+        self.edges: list[str] = []
+        self.seen: set[tuple] = set()   # edges to or from a box: one per pair and kind
+
+    def endpoint(self, n: Node) -> str:
+        """The name `n` is drawn under (its own, or its box's), its clusters and box declared on first use."""
+        levels, box = self.placed[n]
         for k in range(len(levels)):
-            if levels[:k + 1] not in items:
-                items[levels[:k + 1]] = []
-                children.setdefault(levels[:k], []).append(levels[:k + 1])
+            if levels[:k + 1] not in self.items:
+                self.items[levels[:k + 1]] = []
+                self.children.setdefault(levels[:k], []).append(levels[:k + 1])
         if box is None:
             return n.name
-        name = box_ids.get(box.key)
+        name = self.box_ids.get(box.key)
         if name is None:
-            name = box_ids[box.key] = f"box_{len(box_ids)}"
-            count = sizes[box.key]
+            name = self.box_ids[box.key] = f"box_{len(self.box_ids)}"
+            count = self.sizes[box.key]
             label = f"{box.label}\n{count} {'node' if count == 1 else 'nodes'}"
-            items[levels].append(f"{_q(name)} [label={_q(label)}, shape={box.shape}, color={_q(box.color)}];")
+            self.items[levels].append(f"{_q(name)} [label={_q(label)}, shape={box.shape}, color={_q(box.color)}];")
         return name
 
-    edges: list[str] = []
-    seen: set[tuple] = set()   # edges to or from a box: one per pair and kind
-
-    def add_edge(src: str, dst: str, attrs: list[str], kind: str, between_nodes: bool) -> None:
+    def add_edge(self, src: str, dst: str, attrs: list[str], kind: str, between_nodes: bool) -> None:
         if not between_nodes:
-            if src == dst or (src, dst, kind) in seen:
+            if src == dst or (src, dst, kind) in self.seen:
                 return
-            seen.add((src, dst, kind))
-        edges.append(f"  {_q(src)} -> {_q(dst)}" + (f" [{', '.join(attrs)}]" if attrs else "") + ";")
+            self.seen.add((src, dst, kind))
+        self.edges.append(f"  {_q(src)} -> {_q(dst)}" + (f" [{', '.join(attrs)}]" if attrs else "") + ";")
 
-    for n in graph.nodes:
-        me = endpoint(n)
+    def add_node(self, n: Node, show_types: bool) -> None:
+        """`n` (unless a box stands for it) and its incoming edges."""
+        me = self.endpoint(n)
         if me == n.name:
             label = f"{n.name}\n{n.op}"
             if show_types and n.outputs:
                 label += "\n" + ", ".join(_type(t) for t in n.outputs)
             if n.source is not None:
                 label += f"\n{n.source.short}"
-            items[placed[n][0]].append(f"{_q(n.name)} [label={_q(label)}, "
-                                       f"fillcolor={_q(_FILL.get(n.op, 'white'))}];")
+            self.items[self.placed[n][0]].append(f"{_q(n.name)} [label={_q(label)}, "
+                                                 f"fillcolor={_q(_FILL.get(n.op, 'white'))}];")
         for t in n.inputs:
-            src = endpoint(t.node)
+            src = self.endpoint(t.node)
             between_nodes = src == t.node.name and me == n.name
             attrs = []
             if t.index and between_nodes:
                 attrs.append(f"taillabel={_q(str(t.index))}")
             if is_back_edge(t.node, n):
                 attrs.append('color="#3b7dd8", constraint=false')
-            add_edge(src, me, attrs, "data", between_nodes)
+            self.add_edge(src, me, attrs, "data", between_nodes)
         for c in n.control_inputs:
-            src = endpoint(c)
-            add_edge(src, me, ["style=dashed", "color=gray"], "control", src == c.name and me == n.name)
+            src = self.endpoint(c)
+            self.add_edge(src, me, ["style=dashed", "color=gray"], "control", src == c.name and me == n.name)
 
-    lines = ["digraph G {", "  compound=true; rankdir=TB;",
-             '  node [shape=box, style="rounded,filled", fillcolor=white, fontname="Helvetica", fontsize=10];']
-    clusters = itertools.count()
+    def render(self) -> str:
+        lines = ["digraph G {", "  compound=true; rankdir=TB;",
+                 '  node [shape=box, style="rounded,filled", fillcolor=white, fontname="Helvetica", fontsize=10];']
+        self._emit((), "  ", lines, itertools.count())
+        lines.extend(self.edges)
+        lines.append("}")
+        return "\n".join(lines)
 
-    def emit(levels: tuple, indent: str) -> None:
-        lines.extend(indent + item for item in items[levels])
-        for child in children.get(levels, []):
-            label, color = layout.level_label(child[-1])
+    def _emit(self, levels: tuple, indent: str, lines: list[str], clusters) -> None:
+        lines.extend(indent + item for item in self.items[levels])
+        for child in self.children.get(levels, []):
+            label, color = self.layout.level_label(child[-1])
             lines.append(f"{indent}subgraph cluster_{next(clusters)} {{")
             lines.append(f"{indent}  label={_q(label)}; color={_q(color)}; style=rounded; fontsize=10;")
-            emit(child, indent + "  ")
+            self._emit(child, indent + "  ", lines, clusters)
             lines.append(f"{indent}}}")
-
-    emit((), "  ")
-    lines.extend(edges)
-    lines.append("}")
-    return "\n".join(lines)
