@@ -32,3 +32,14 @@ def other_cores(before, after) -> float | None:
         return None
     other = (after[1] - before[1]) - (after[2] - before[2])
     return max(other, 0.0) / (after[0] - before[0])
+
+
+def lately() -> float:
+    """The cores other processes kept busy lately, for a choice that must be made before any window of this
+    process was measured: the 1-minute load average (threads running or ready to) less one for this thread,
+    which is running; 0 where the OS does not say. Coarse, but a program that assumed a quiet machine ran its
+    first calls with every BLAS thread on a busy one, tens of times slower (docs/compiled.md)."""
+    try:
+        return max(os.getloadavg()[0] - 1.0, 0.0)
+    except (OSError, AttributeError):
+        return 0.0

@@ -6,7 +6,7 @@ workers spin while they wait, and when other processes hold the cores, a two-thr
 waits for a descheduled worker: on the busy 2-core machine a loop of 256x256 matmuls ran 49 ms
 an iteration with two threads and 2.8 ms with one. So a program with large matmuls measures
 how many cores other processes used (exec/load.py, over windows of at least 50 ms, across
-runs) and runs with the cores they leave free: all BLAS threads on a quiet machine, one on a
+runs; before the first window, from the load average) and runs with the cores they leave free: all BLAS threads on a quiet machine, one on a
 2-core machine while others take half a core or more (the executor's threshold for a busy
 machine, exec/recurrence.py), and on a larger machine as many as the cores left (15 of 16 while
 another process takes one; a fixed "busy: one thread" rule left them idle).
@@ -56,7 +56,9 @@ class LoadAwareBlas:
 
     def __init__(self, function):
         self.function = function
-        self.other_cores = 0.0
+        # until a window is measured (50 ms of calls), the load average's figure: a grad loop's first calls
+        # (11 ms each) ran with two threads on the busy 2-core box, 15-43 ms instead of 11
+        self.other_cores = load.lately()
         self.window = load.snapshot()  # the start of the current measuring window
         self.cores = _cores()
 

@@ -231,6 +231,7 @@ def test_blas_threads_in_compiled_code_follow_the_load(monkeypatch, cores, other
         yield
     monkeypatch.setattr(blas, "at_most", spy)
     monkeypatch.setattr(load, "other_cores", lambda before, after: other_cores)
+    monkeypatch.setattr(load, "lately", lambda: 0.0)
     monkeypatch.setattr(threads, "_cores", lambda: cores)
     g = G.Graph()
     with g.as_default():
@@ -239,6 +240,29 @@ def test_blas_threads_in_compiled_code_follow_the_load(monkeypatch, cores, other
     sess = Session(g, mode="compiled")
     for _ in range(2):  # the first run measures the load, the second follows it
         np.testing.assert_allclose(sess.run(y, {x: np.eye(300)}), np.eye(300))
+    assert entered == ([] if limit is None else [limit])
+
+
+@pytest.mark.parametrize("load_average,limit", [(0.3, None), (1.0, None), (2.5, 1)])
+def test_a_programs_first_run_follows_the_load_average(monkeypatch, load_average, limit):
+    """Before its first measured window a program takes the load average (less its own running thread) as the
+    other processes' use: on a busy machine its first runs do not take every BLAS thread."""
+    entered = []
+
+    @contextlib.contextmanager
+    def spy(n):
+        entered.append(n)
+        yield
+    monkeypatch.setattr(blas, "at_most", spy)
+    monkeypatch.setattr(load, "other_cores", lambda before, after: None)  # no window measured yet
+    monkeypatch.setattr(load.os, "getloadavg", lambda: (load_average, 0.0, 0.0))
+    monkeypatch.setattr(threads, "_cores", lambda: 2)
+    g = G.Graph()
+    with g.as_default():
+        x = G.placeholder(np.float64, [300, 300])
+        y = G.matmul(x, x)
+    sess = Session(g, mode="compiled")
+    np.testing.assert_allclose(sess.run(y, {x: np.eye(300)}), np.eye(300))
     assert entered == ([] if limit is None else [limit])
 
 
