@@ -36,6 +36,7 @@ from graph.core import Graph, Node
 from graph.frames import parent_frame
 from graph.logs import get_logger
 from graph.node import Tensor
+from graph.op_names import ENTER, LOOP_COND, MERGE, NEXT_ITERATION, SWITCH
 from graph.ops.communication import CONTROL_DUMMY
 from graph.printing import format_node
 
@@ -112,11 +113,11 @@ class _Partitioner:
     def run(self) -> Partitioned:
         for n in self.nodes:
             self._copy(n)
-            if n.op == "LoopCond":
+            if n.op == LOOP_COND:
                 self.loop_conds.setdefault(n.frame, n)
-            elif n.op == "Merge" and any(t.node.op == "NextIteration" for t in n.inputs):
+            elif n.op == MERGE and any(t.node.op == NEXT_ITERATION for t in n.inputs):
                 self.loop_merges.setdefault((n.frame, self.placement[n]), self.copies[n])
-            elif n.op == "Enter":
+            elif n.op == ENTER:
                 self.enter_attrs.setdefault(n.context.frame, n.attrs)
         for n in self.nodes:
             self._wire(n)
@@ -163,23 +164,23 @@ class _Partitioner:
         if got is not None:
             return got
         n = t.node
-        if n.op == "Enter" and n.attrs["is_constant"]:
+        if n.op == ENTER and n.attrs["is_constant"]:
             # A loop constant is entered again on `device` from its value in the parent frame: sent once
             # per instance of the loop, not once per iteration (and by a partition that may run no
             # iterations of its own).
             outer = n.inputs[0]
             value = self.copies[outer.node].outputs[outer.index] if self.placement[outer.node] == device \
                 else self._recv(outer, device)
-            enter = self._new("Enter", [value], dict(n.attrs), device, n.context, n.source, n.name, [(t.dtype, t.shape)])
+            enter = self._new(ENTER, [value], dict(n.attrs), device, n.context, n.source, n.name, [(t.dtype, t.shape)])
             got = self.recvs[(t, device)] = enter.outputs[0]
             return got
         src_device = self.placement[t.node]
         value = self.copies[t.node].outputs[t.index]
         got = self._pair(value, t.name, src_device, device, t.node.context, t.node.source)
-        if n.op == "LoopCond":
+        if n.op == LOOP_COND:
             # received, the predicate is marked a loop's again: the executor treats Switches on a LoopCond
             # as the loop's (never as a cond's skippable branches), and forwards the LoopCond for free
-            got = self._new("LoopCond", [got], {}, device, n.context, n.source, n.name, [(t.dtype, t.shape)]).outputs[0]
+            got = self._new(LOOP_COND, [got], {}, device, n.context, n.source, n.name, [(t.dtype, t.shape)]).outputs[0]
         self.recvs[(t, device)] = got
         return got
 
@@ -225,17 +226,17 @@ class _Partitioner:
         value = start.outputs[0]
         spec = [(value.dtype, value.shape)]
         attrs = dict(self.enter_attrs[frame], is_constant=False)
-        enter = self._new("Enter", [value], attrs, device, frame, source, f"{frame.frame_name}/control_enter", spec)
-        merge = self._new("Merge", [enter.outputs[0], enter.outputs[0]], {}, device, frame, source,
+        enter = self._new(ENTER, [value], attrs, device, frame, source, f"{frame.frame_name}/control_enter", spec)
+        merge = self._new(MERGE, [enter.outputs[0], enter.outputs[0]], {}, device, frame, source,
                           f"{frame.frame_name}/control_merge", spec + [(np.dtype(np.int32), ())])
         self.triggers[(frame, device)] = merge
         if self.placement[loop_cond] == device:
             pred = self.copies[loop_cond].outputs[0]
         else:
             pred = self._recv(loop_cond.outputs[0], device)
-        switch = self._new("Switch", [merge.outputs[0], pred], {}, device, frame, source,
+        switch = self._new(SWITCH, [merge.outputs[0], pred], {}, device, frame, source,
                            f"{frame.frame_name}/control_switch", spec + spec)
-        nxt = self._new("NextIteration", [switch.outputs[1]], {}, device, frame, source,
+        nxt = self._new(NEXT_ITERATION, [switch.outputs[1]], {}, device, frame, source,
                         f"{frame.frame_name}/control_next", spec)
         merge.update_input(1, nxt.outputs[0])
         return merge

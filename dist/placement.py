@@ -35,6 +35,7 @@ from graph.devices import UNPLACED, DeviceSpec, canonical_device, parse_device
 from graph.errors import GraphError
 from graph.index import GraphIndex
 from graph.logs import get_logger
+from graph.op_names import ENTER, EXIT, MERGE, NEXT_ITERATION, SWITCH
 
 DEFAULT_DEVICE = "/task:0/cpu:0"
 logger = get_logger(__name__)
@@ -94,13 +95,13 @@ def _host_memory(n: Node) -> bool:
 def _must_share(n: Node, first_use: dict):
     """(reason, node) pairs: `n` must be on the node's device."""
     op = n.op
-    if op == "Merge" and any(t.node.op == "NextIteration" for t in n.inputs):
+    if op == MERGE and any(t.node.op == NEXT_ITERATION for t in n.inputs):
         for t in n.inputs:
-            if t.node.op in ("Enter", "NextIteration"):
+            if t.node.op in (ENTER, NEXT_ITERATION):
                 yield _loop_variable(n), t.node
-    elif op == "Switch" and _is_loop_merge(n.inputs[0].node):
+    elif op == SWITCH and _is_loop_merge(n.inputs[0].node):
         yield _loop_variable(n.inputs[0].node), n.inputs[0].node
-    elif op == "Exit" and n.inputs[0].node.op == "Switch":
+    elif op == EXIT and n.inputs[0].node.op == SWITCH:
         yield _loop_variable(n.inputs[0].node), n.inputs[0].node
     variable = n.attrs.get("variable")
     if variable is not None and getattr(variable, "is_variable", False):
@@ -113,7 +114,7 @@ def _must_share(n: Node, first_use: dict):
 
 
 def _is_loop_merge(n: Node) -> bool:
-    return n.op == "Merge" and any(t.node.op == "NextIteration" for t in n.inputs)
+    return n.op == MERGE and any(t.node.op == NEXT_ITERATION for t in n.inputs)
 
 
 def _loop_variable(merge: Node) -> str:

@@ -24,6 +24,7 @@ from exec.plan import Plan, build_plan, prune
 from exec.rendezvous import LocalRendezvous, Rendezvous
 from graph.devices import UNPLACED, canonical_device
 from graph.frames import enclosing_frames
+from graph.op_names import LOOP_COND
 
 
 @dataclass
@@ -78,7 +79,7 @@ def _with_loop_predicates(graph, nodes: list, fed: set) -> list:
     loop runs as many iterations as the predicate says (dist/partition.py)."""
     frames = {f for n in nodes for f in enclosing_frames(n.frame)}
     have = set(nodes)
-    missing = [m for m in graph.nodes if m.op == "LoopCond" and m.frame in frames and m not in have]
+    missing = [m for m in graph.nodes if m.op == LOOP_COND and m.frame in frames and m not in have]
     return prune(nodes + missing, fed) if missing else nodes
 
 

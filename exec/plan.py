@@ -39,12 +39,13 @@ from exec.node_kinds import (
 from exec.pending import REMAINING, slot_of, template
 from exec.recurrence import on_main_recurrence
 from exec.rendezvous import rendezvous_key
+from graph import op_names
 from graph import shapes as _sh
 from graph.core import Node, Tensor
 from graph.frames import exit_frame
 from graph.index import in_graph_order, upstream
 
-_KIND_OF_OP = {"Switch": SWITCH, "Enter": ENTER, "Exit": EXIT, "NextIteration": NEXT, "Send": SEND, "Recv": RECV}
+_KIND_OF_OP = {op_names.SWITCH: SWITCH, op_names.ENTER: ENTER, op_names.EXIT: EXIT, op_names.NEXT_ITERATION: NEXT, "Send": SEND, "Recv": RECV}
 
 # Elementwise work on at least this many elements goes to the pool (when enabled).
 ASYNC_MIN_ELEMENTS = 1 << 17
@@ -252,7 +253,7 @@ def _pack(plan: Plan) -> None:
             plan.fn[i] = layout.packed(plan.fn[i])
 
 
-_PURE_IDENTITIES = frozenset({"Identity", "LoopCond", "StopGradient"})
+_PURE_IDENTITIES = frozenset({"Identity", op_names.LOOP_COND, "StopGradient"})
 
 
 def _forwarded_identities(nodes: list[Node], fetches, fed) -> set:
@@ -309,7 +310,7 @@ def _split_invariant_edges(plan: Plan) -> None:
 
 
 def _is_constant_enter(plan: Plan, node: Node) -> bool:
-    return node.op == "Enter" and node.attrs["is_constant"]
+    return node.op == op_names.ENTER and node.attrs["is_constant"]
 
 
 def _add_edge(plan: Plan, src: int, port: int, dst: int, slot: int) -> None:
@@ -342,8 +343,8 @@ def _port_list(plan: Plan, src: int, port: int) -> list:
 
 
 def _kind(n: Node) -> int:
-    if n.op == "Merge":
-        return LOOP_MERGE if any(t.node.op == "NextIteration" for t in n.inputs) else MERGE
+    if n.op == op_names.MERGE:
+        return LOOP_MERGE if any(t.node.op == op_names.NEXT_ITERATION for t in n.inputs) else MERGE
     k = _KIND_OF_OP.get(n.op)
     if k is not None:
         return k

@@ -18,14 +18,15 @@ from grad.registry import is_differentiable
 from graph.control_flow.contexts import CondContext, WhileContext
 from graph.core import Node, Tensor
 from graph.errors import GraphError, SourceLocation
+from graph.op_names import EXIT, MERGE
 
 
 def produced_by(t: Tensor):
     """The cond (CondState) or loop (WhileContext) whose output `t` is, or None."""
     n = origin(t).node
-    if n.op == "Exit":
+    if n.op == EXIT:
         return n.inputs[0].node.context
-    if n.op == "Merge" and n.inputs:
+    if n.op == MERGE and n.inputs:
         src = n.inputs[0].node.context
         if isinstance(src, CondContext) and src.outer is n.context:
             return src.state

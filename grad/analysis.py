@@ -14,8 +14,9 @@ from graph.control_flow.contexts import CondContext, CondState, WhileContext
 from graph.control_flow.stack import pushed_values, stack_of
 from graph.core import Node, Tensor
 from graph.errors import GraphError
+from graph.op_names import ENTER, EXIT, LOOP_COND, MERGE, NEXT_ITERATION, SWITCH
 
-LOOP_PLUMBING = frozenset({"Enter", "Merge", "Switch", "NextIteration", "LoopCond"})
+LOOP_PLUMBING = frozenset({ENTER, MERGE, SWITCH, NEXT_ITERATION, LOOP_COND})
 
 
 def differentiable_dtype(t: Tensor) -> bool:
@@ -97,9 +98,9 @@ def origin(t: Tensor) -> Tensor:
         n = t.node
         if n.op == "Identity" and n.inputs:
             t = n.inputs[0]
-        elif n.op == "Enter" and n.attrs.get("is_constant"):
+        elif n.op == ENTER and n.attrs.get("is_constant"):
             t = n.inputs[0]
-        elif n.op == "Switch" and n.inputs[1].node.op != "LoopCond":  # a cond's: its outputs are its input
+        elif n.op == SWITCH and n.inputs[1].node.op != LOOP_COND:  # a cond's: its outputs are its input
             t = n.inputs[0]
         else:
             return t
@@ -133,7 +134,7 @@ class ForwardIndex:
                     states.setdefault(id(ctx.state), ctx.state)
                 else:
                     loops.setdefault(id(ctx), ctx)
-            if n.op == "Exit":
+            if n.op == EXIT:
                 loop = self.exit_loop[n] = n.inputs[0].node.frame
                 self.loop_exits.setdefault(loop, []).append(n)
             elif n.op in ("StackPush", "StackSplit", "StackPop", "StackConcat"):
@@ -157,7 +158,7 @@ class ForwardIndex:
         # joins of its effect tokens, gradients built into its branches
         self._cond_merges: dict[int, list[Node]] = {}
         for n in graph.nodes:
-            if n.op == "Merge" and n.inputs:
+            if n.op == MERGE and n.inputs:
                 src = n.inputs[0].node.context
                 if isinstance(src, CondContext) and src.outer is n.context:
                     self.cond_unit[n] = src.state
@@ -171,7 +172,7 @@ class ForwardIndex:
         ctx = node.context
         if s is not None and cond_outer(s) is region:
             return s
-        if node.op == "Exit":
+        if node.op == EXIT:
             loop = self.exit_loop[node]
             if loop.outer is region:
                 return loop

@@ -36,6 +36,7 @@ from graph.control_flow.stack import add_popped_value, add_pushed_value, stack_n
 from graph.core import Node, Tensor, route
 from graph.devices import canonical_device
 from graph.errors import GraphError
+from graph.op_names import ENTER, EXIT, LOOP_COND, MERGE, NEXT_ITERATION, SWITCH
 from graph.op_registry import get_opdef
 from graph.ops.conversion import constant
 from graph.ops.creation import zeros
@@ -87,7 +88,7 @@ class GradState:
     def value_context(self, t: Tensor):
         """The context in which `t` is live: a cond Switch's output port lives in its branch."""
         n = t.node
-        if n.op == "Switch":
+        if n.op == SWITCH:
             s = self.index.cond_unit.get(n) or self._imports.get(n)
             if s is not None:
                 return next(b for b in s.branches if b.branch == t.index)
@@ -140,7 +141,7 @@ class GradState:
         if self.visible(ctx):
             return t
         n = t.node
-        if n.op == "Enter" and n.attrs["is_constant"]:
+        if n.op == ENTER and n.attrs["is_constant"]:
             return self.resolve(n.inputs[0])
         rec = self._counter_index.get(t)
         if rec is not None:
@@ -183,7 +184,7 @@ class GradState:
         b = self._mirror(ctx)
         out = b.captured.get(t)
         if out is None:
-            sw = self.graph.create_node("Switch", [t, b.state.pred], name="forward_value", context=b.outer)
+            sw = self.graph.create_node(SWITCH, [t, b.state.pred], name="forward_value", context=b.outer)
             b.state.switches[t] = sw
             self._imports[sw] = b.state
             out = b.captured[t] = sw.outputs[b.branch]
@@ -376,7 +377,7 @@ class GradientStack:
 
 
 # values that are not functions of their inputs alone in one iteration
-_NOT_PURE = frozenset({"Merge", "Switch", "Enter", "Exit", "NextIteration", "LoopCond", "Placeholder"})
+_NOT_PURE = frozenset({MERGE, SWITCH, ENTER, EXIT, NEXT_ITERATION, LOOP_COND, "Placeholder"})
 
 
 def _outermost_loop(ctx, top) -> WhileContext | None:
@@ -393,9 +394,9 @@ def _shape_source(t: Tensor, index: ForwardIndex) -> Tensor:
     """A tensor with the same shape as `t` in the outermost context possible."""
     while True:
         n = t.node
-        if n.op == "Switch" and n in index.cond_unit:
+        if n.op == SWITCH and n in index.cond_unit:
             t = n.inputs[0]
-        elif n.op == "Enter" and n.attrs["is_constant"]:
+        elif n.op == ENTER and n.attrs["is_constant"]:
             t = n.inputs[0]
         else:
             return t

@@ -17,6 +17,7 @@ from graph import nest
 from graph.core import Tensor
 from graph.errors import GraphError, user_location
 from graph.logs import get_logger
+from graph.op_names import LOOP_COND
 from graph.ops.conversion import convert
 from graph.ops.creation import ones_like, zeros
 
@@ -105,7 +106,7 @@ def _log_built(graph, nodes_before: int, start: float, num_ys: int, targets) -> 
     if not logger.isEnabledFor(logging.DEBUG):
         return
     added = graph.nodes[nodes_before:]
-    loops = sum(n.op == "LoopCond" for n in added)
+    loops = sum(n.op == LOOP_COND for n in added)
     logger.debug("gradients of %d ys with respect to %d xs: %d nodes added (%d gradient loops) in %.1f ms", num_ys,
                  len(targets), len(added), loops, (time.perf_counter() - start) * 1e3)
 

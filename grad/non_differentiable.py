@@ -22,6 +22,7 @@ from grad.analysis import ForwardIndex, Target, differentiable_dtype, origin
 from grad.registry import cut_loop_exit, is_differentiable
 from graph.core import Node, Tensor
 from graph.errors import GraphError, SourceLocation
+from graph.op_names import EXIT, MERGE, NEXT_ITERATION
 
 # cut on purpose, or read only the shape of their input
 _NOT_REPORTED = frozenset({"StopGradient", "Shape", "Size", "Rank", "ZerosLike", "OnesLike", "TensorArraySize"})
@@ -84,8 +85,8 @@ def _depended_on(ys: list[Tensor]) -> set[Tensor]:
 def _value_inputs(n: Node) -> list[Tensor]:
     """The inputs `n`'s value depends on. A value that a cond passes through both branches, or a loop
     through every iteration, does not depend on the predicate, though its Merge reads the Switches."""
-    if n.op in ("Merge", "Exit"):
-        sources = {id(v): v for v in (_passed_through(t) for t in (n.inputs if n.op == "Merge" else n.outputs))}
+    if n.op in (MERGE, EXIT):
+        sources = {id(v): v for v in (_passed_through(t) for t in (n.inputs if n.op == MERGE else n.outputs))}
         if len(sources) == 1 and not any(v is o for v in sources.values() for o in n.outputs):
             return list(sources.values())
     return list(n.inputs)
@@ -96,11 +97,11 @@ def _passed_through(t: Tensor) -> Tensor:
     while True:
         t = origin(t)
         n = t.node
-        if n.op != "Exit":
+        if n.op != EXIT:
             return t
         switch = n.inputs[0].node
         merge = switch.inputs[0].node
-        back = merge.inputs[1].node if merge.op == "Merge" and len(merge.inputs) == 2 else None
-        if back is None or back.op != "NextIteration" or origin(back.inputs[0]) is not switch.outputs[1]:
+        back = merge.inputs[1].node if merge.op == MERGE and len(merge.inputs) == 2 else None
+        if back is None or back.op != NEXT_ITERATION or origin(back.inputs[0]) is not switch.outputs[1]:
             return t
         t = merge.inputs[0]

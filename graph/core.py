@@ -26,6 +26,7 @@ from graph.devices import UNPLACED, parse_device
 from graph.errors import GraphError, OpTypeError, OpValueError, SourceLocation, user_location
 from graph.index import GraphIndex
 from graph.node import ControlFlowContext, Node, Tensor
+from graph.op_names import EXIT, MERGE
 from graph.op_registry import get_opdef
 
 CPU = "/cpu:0"
@@ -271,7 +272,7 @@ class Graph:
         the values that reach it were computed in the block and carry the order. So do an Exit's:
         its loop's Enters wait for the block, and a control input from the frame around the loop
         could never meet its input, which arrives tagged with the loop's frame."""
-        if op in ("Merge", "Exit"):
+        if op in (MERGE, EXIT):
             return []
         return [n for block in self._control_deps if not any(t.node in block.ordered for t in inputs)
                 for n in block.deps]
@@ -282,10 +283,10 @@ class Graph:
         inputs (all of a Merge's, which fires on any)."""
         for block in self._control_deps:
             ins = [t.node in block.ordered for t in node.inputs]
-            if node.op == "Merge":
+            if node.op == MERGE:
                 after = all(ins)
             else:
-                after = node.op != "Exit" or any(ins)
+                after = node.op != EXIT or any(ins)
             if after:
                 block.ordered.add(node)
 

@@ -18,9 +18,10 @@ from graph.errors import (
     SymbolicIndexError,
     SymbolicValueError,
 )
+from graph.op_names import ENTER, EXIT, SWITCH
 
 # Ops that pass a value on unchanged: a tensor seen through them is described as the value they pass.
-_PASS_THROUGH = frozenset({"Identity", "Enter", "Exit", "Switch", "StopGradient"})
+_PASS_THROUGH = frozenset({"Identity", ENTER, EXIT, SWITCH, "StopGradient"})
 
 
 class Tensor:

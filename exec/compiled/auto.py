@@ -33,6 +33,7 @@ from graph.frames import enclosing_frames
 from graph.index import GraphIndex, reachable
 from graph.logs import get_logger
 from graph.node import Node
+from graph.op_names import ENTER, EXIT, LOOP_COND, MERGE, NEXT_ITERATION, SWITCH
 
 logger = get_logger(__name__)
 
@@ -51,8 +52,8 @@ NOMINAL_TRIPS = 100
 # Kernels that use every core on their own.
 _SELF_THREADED = frozenset({"MatMul", "BatchMatMul", "Dot", "Einsum"})
 # Nodes that do no work proportional to their output: plumbing, views, stored values.
-_CONSTANT_TIME = frozenset({"Const", "Placeholder", "Identity", "StopGradient", "NoOp", "Enter", "Exit", "Switch",
-                            "Merge", "NextIteration", "LoopCond", "ReadVariable", "Transpose", "Reshape",
+_CONSTANT_TIME = frozenset({"Const", "Placeholder", "Identity", "StopGradient", "NoOp", ENTER, EXIT, SWITCH,
+                            MERGE, NEXT_ITERATION, LOOP_COND, "ReadVariable", "Transpose", "Reshape",
                             "ExpandDims", "Squeeze", "BroadcastTo", "Split", "Unstack", "StackPush", "StackPop",
                             "TensorArrayRead", "TensorArrayWrite", "Shape", "Size", "Rank"})
 

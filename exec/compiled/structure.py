@@ -27,12 +27,13 @@ from dataclasses import dataclass, field
 
 from graph.index import GraphIndex, in_graph_order, upstream
 from graph.node import Node, Tensor
+from graph.op_names import ENTER, EXIT, LOOP_COND, MERGE, NEXT_ITERATION, SWITCH
 
 # Ops whose output is their (first) input, unchanged: compiled code renames, it does not call.
 # (Control inputs only order them and decide whether they are live: both are kept in guards.)
-_RENAMES = frozenset({"Identity", "StopGradient", "LoopCond"})
+_RENAMES = frozenset({"Identity", "StopGradient", LOOP_COND})
 # Ops with no kernel call at all in compiled code.
-_STRUCTURAL = frozenset({"Enter", "Exit", "Switch", "Merge", "NextIteration", "NoOp", "Const"}) | _RENAMES
+_STRUCTURAL = frozenset({ENTER, EXIT, SWITCH, MERGE, NEXT_ITERATION, "NoOp", "Const"}) | _RENAMES
 
 
 class Unstructured(Exception):
@@ -141,15 +142,15 @@ class _Structurer:
         for n in self.nodes:
             self.frame_of[n].nodes.append(n)
             self._check_edges(n)
-            if n.op == "Exit":
+            if n.op == EXIT:
                 self.exits.setdefault(self.frame_of[n.inputs[0].node], []).append(n)
 
     def _frame_source(self, n: Node) -> Node | None:
         """The input whose frame decides `n`'s (None: the root)."""
         if n in self.fed:
             return None
-        if n.op == "Merge":
-            data = [t.node for t in n.inputs if t.node.op != "NextIteration"]
+        if n.op == MERGE:
+            data = [t.node for t in n.inputs if t.node.op != NEXT_ITERATION]
             if not data:
                 raise Unstructured(f"Merge {n.name} has only NextIteration inputs")
             return data[0]
@@ -162,13 +163,13 @@ class _Structurer:
             if source is not self.root:
                 raise Unstructured(f"fed node {n.name} lives in a loop frame")
             return self.root
-        if n.op == "Enter":
+        if n.op == ENTER:
             name = n.attrs["frame_name"]
             child = source.children.get(name)
             if child is None:
                 child = source.children[name] = Frame(name, source, source.depth + 1)
             return child
-        if n.op == "Exit":
+        if n.op == EXIT:
             if source.parent is None:
                 raise Unstructured(f"Exit {n.name} is not fed from a loop frame")
             return source.parent
@@ -178,12 +179,12 @@ class _Structurer:
         if n in self.fed:
             return
         mine = self.frame_of[n]
-        expect = mine.parent if n.op == "Enter" else None
+        expect = mine.parent if n.op == ENTER else None
         for k, src in enumerate([t.node for t in n.inputs] + list(n.control_inputs)):
             theirs = self.frame_of[src]
-            if n.op == "Enter":
+            if n.op == ENTER:
                 ok = theirs is expect
-            elif n.op == "Exit" and k == 0:
+            elif n.op == EXIT and k == 0:
                 ok = theirs.parent is mine
             else:
                 ok = theirs is mine
@@ -203,8 +204,8 @@ class _Structurer:
             same = self.alias.get((t.node.id, t.index))
             if same is not None:
                 t = same
-            elif op in _RENAMES or op in ("Switch", "Exit", "NextIteration") or \
-                    op == "Enter" and t.node.attrs["is_constant"]:
+            elif op in _RENAMES or op in (SWITCH, EXIT, NEXT_ITERATION) or \
+                    op == ENTER and t.node.attrs["is_constant"]:
                 t = t.node.inputs[0]
             else:
                 return t
@@ -227,17 +228,17 @@ class _Structurer:
         """The frame's nodes and child loops (as Frames) in a dependency order, program order first
         (node creation order) among what is ready: effects without edges between them keep the
         order the user wrote them in."""
-        units = {c: min(e.id for e in c.nodes if e.op == "Enter") for c in frame.children.values()}
+        units = {c: min(e.id for e in c.nodes if e.op == ENTER) for c in frame.children.values()}
         deps: dict = {}
         for n in frame.nodes:
-            if n.op == "Enter":
+            if n.op == ENTER:
                 continue  # values from the parent frame: there before the loop starts
             srcs = [t.node for t in n.inputs] + list(n.control_inputs)
-            if n.op == "Merge" and any(t.node.op == "NextIteration" for t in n.inputs):
-                srcs = [s for s in srcs if s.op != "NextIteration"]
+            if n.op == MERGE and any(t.node.op == NEXT_ITERATION for t in n.inputs):
+                srcs = [s for s in srcs if s.op != NEXT_ITERATION]
             deps[n] = [] if n in self.fed else [self._unit(s, frame) for s in srcs]
         for c in units:
-            deps[c] = [self._unit(s, frame) for e in c.nodes if e.op == "Enter"
+            deps[c] = [self._unit(s, frame) for e in c.nodes if e.op == ENTER
                        for s in [t.node for t in e.inputs] + list(e.control_inputs)]
         return _toposort(deps, lambda u: units[u] if isinstance(u, Frame) else u.id, frame.name)
 
@@ -245,7 +246,7 @@ class _Structurer:
         """What `src` is in `frame`'s order: itself, the child loop it belongs to, or None (outside)."""
         f = self.frame_of[src]
         if f is frame:
-            return None if src.op == "Enter" else src
+            return None if src.op == ENTER else src
         while f is not None and f.parent is not frame:
             f = f.parent
         return f
@@ -292,16 +293,16 @@ class _Structurer:
             self.guard[n] = frozenset()
             return None
         op = n.op
-        if op == "Enter":
+        if op == ENTER:
             self.guard[n] = frozenset()
             return None
-        if op == "Exit":
+        if op == EXIT:
             return None  # guarded by its loop (set when the loop is structured)
-        if op == "Merge":
+        if op == MERGE:
             return self.merge(n, pred_key)
         g = self.inputs_guard(n)
         self.guard[n] = g
-        if op == "Switch":
+        if op == SWITCH:
             pred = self.canonical(n.inputs[1])
             key = (pred.node.id, pred.index)
             self.predicates[key] = pred
@@ -319,7 +320,7 @@ class _Structurer:
         return (t.node.id, t.index) in self.used
 
     def merge(self, n: Node, pred_key) -> list:
-        loop_inputs = [t for t in n.inputs if t.node.op == "NextIteration"]
+        loop_inputs = [t for t in n.inputs if t.node.op == NEXT_ITERATION]
         if loop_inputs:
             self.guard[n] = frozenset()
             return None
@@ -345,7 +346,7 @@ class _Structurer:
         return len(cons) == 1 and cons[0] in merges
 
     def loop(self, frame: Frame) -> Loop:
-        enters = [n for n in frame.nodes if n.op == "Enter"]
+        enters = [n for n in frame.nodes if n.op == ENTER]
         variables = [e for e in enters if not e.attrs["is_constant"]]
         outer = [self.inputs_guard(e) for e in enters]
         var_guards = {g for g, e in zip(outer, enters, strict=True) if not e.attrs["is_constant"]}
@@ -357,20 +358,20 @@ class _Structurer:
                 raise Unstructured(f"loop constant {e.name} is live under other conditions than its loop")
         for e in enters:
             self.guard[e] = frozenset()  # in the loop's own frame: there in every iteration
-        conds = [n for n in frame.nodes if n.op == "LoopCond"]
+        conds = [n for n in frame.nodes if n.op == LOOP_COND]
         if len(conds) != 1:
             raise Unstructured(f"frame {frame.name} has {len(conds)} LoopCond nodes")
         merges, nexts = [], {}
         for e in variables:
             cons = self.index.data_consumers(e)
-            if len(cons) != 1 or cons[0].op != "Merge" or len(cons[0].inputs) != 2 or \
-                    {t.node.op for t in cons[0].inputs} != {"Enter", "NextIteration"}:
+            if len(cons) != 1 or cons[0].op != MERGE or len(cons[0].inputs) != 2 or \
+                    {t.node.op for t in cons[0].inputs} != {ENTER, NEXT_ITERATION}:
                 raise Unstructured(f"loop variable {e.name} does not enter through a Merge with a NextIteration")
             m = cons[0]
             merges.append(m)
-            nexts[m] = next(t.node for t in m.inputs if t.node.op == "NextIteration")
+            nexts[m] = next(t.node for t in m.inputs if t.node.op == NEXT_ITERATION)
         for n in frame.nodes:
-            if n.op == "NextIteration" and not self._feeds_one_of(n, nexts):
+            if n.op == NEXT_ITERATION and not self._feeds_one_of(n, nexts):
                 raise Unstructured(f"NextIteration {n.name} does not feed one loop Merge")
         pred = conds[0].inputs[0]
         pred_key = self.value_key(pred)

@@ -17,6 +17,15 @@ import numpy as np
 
 from graph import dtypes as _dt
 from graph import shapes as _sh
+from graph.op_names import (
+    CONTROL_FLOW_OPS,  # noqa: F401  (re-exported: importers found it here first)
+    ENTER,
+    EXIT,
+    LOOP_COND,
+    MERGE,
+    NEXT_ITERATION,
+    SWITCH,
+)
 from graph.op_registry import register_op, same_as_input
 
 
@@ -49,11 +58,9 @@ def _loop_cond_infer(inputs, attrs):
     return [(inputs[0].dtype, ())]
 
 
-register_op("Switch", _switch_infer)
-register_op("Merge", _merge_infer)
-register_op("Enter", same_as_input)
-register_op("Exit", same_as_input)
-register_op("NextIteration", same_as_input)
-register_op("LoopCond", _loop_cond_infer, differentiable=False)
-
-CONTROL_FLOW_OPS = frozenset({"Switch", "Merge", "Enter", "Exit", "NextIteration", "LoopCond"})
+register_op(SWITCH, _switch_infer)
+register_op(MERGE, _merge_infer)
+register_op(ENTER, same_as_input)
+register_op(EXIT, same_as_input)
+register_op(NEXT_ITERATION, same_as_input)
+register_op(LOOP_COND, _loop_cond_infer, differentiable=False)

@@ -26,6 +26,7 @@ from graph.core import get_default_graph
 from graph.errors import GraphError, user_location
 from graph.index import producers, upstream
 from graph.node import Tensor
+from graph.op_names import LOOP_COND, MERGE, NEXT_ITERATION, SWITCH
 from graph.op_registry import register_op
 from graph.ops.conversion import convert
 from graph.ops.math import add, less, logical_and
@@ -234,7 +235,7 @@ def _build(graph, cond, body, structure, flat, shapes, labels, max_iters, limit,
             ctx.enters.append(enter.node)
         with graph.in_context(ctx):
             for enter, shape in zip(ctx.enters, shapes, strict=True):
-                m = graph.create_node("Merge", [enter.outputs[0], enter.outputs[0]], name="Merge")
+                m = graph.create_node(MERGE, [enter.outputs[0], enter.outputs[0]], name=MERGE)
                 m.outputs[0].shape = shape
                 ctx.merges.append(m)
             loop_in = [m.outputs[0] for m in ctx.merges]
@@ -248,10 +249,10 @@ def _build(graph, cond, body, structure, flat, shapes, labels, max_iters, limit,
             if max_iters is not None:
                 pred = logical_and(less(loop_in[-1], max_iters), pred)
             pred_effect = graph.last_effect(ctx)
-            ctx.loop_cond = graph.create_node("LoopCond", [pred], name="LoopCond")
+            ctx.loop_cond = graph.create_node(LOOP_COND, [pred], name=LOOP_COND)
             lc = ctx.loop_cond.outputs[0]
             for m in ctx.merges:
-                sw = graph.create_node("Switch", [m.outputs[0], lc], name="Switch",
+                sw = graph.create_node(SWITCH, [m.outputs[0], lc], name=SWITCH,
                                        control_inputs=[pred_effect] if pred_effect is not None else ())
                 ctx.switches.append(sw)
             ctx.exits = [ctx.make_exit(sw.outputs[0]) for sw in ctx.switches]
@@ -277,7 +278,7 @@ def _build(graph, cond, body, structure, flat, shapes, labels, max_iters, limit,
                                               control_inputs=[last]).outputs[0] if k in gated else t
                             for k, t in enumerate(out_flat)]
             for m, t in zip(ctx.merges, out_flat, strict=True):
-                nxt = graph.create_node("NextIteration", [t], name="NextIteration")
+                nxt = graph.create_node(NEXT_ITERATION, [t], name=NEXT_ITERATION)
                 ctx.next_iterations.append(nxt)
                 m.update_input(1, nxt.outputs[0])
         if ctx.has_effects:
