@@ -79,15 +79,6 @@ def _timed(kernel, slot, clock=time.perf_counter):
     return timed
 
 
-def _join_compilations(fn) -> None:
-    """Waits for fused kernels still being compiled (exec/compiled/fusion.py), so that they are timed."""
-    from exec.compiled.fusion import FusedKernel
-    for program in programs_of(fn):
-        for value in list(_function(program).__globals__.values()):
-            if isinstance(value, FusedKernel) and value.compiling is not None:
-                value.compiling.join()
-
-
 def wrapper_cost_s(clock) -> float:
     """The timing wrapper's own cost per call (what it adds besides the kernel): the best of a few tries."""
     slot = [0.0, 0]
@@ -145,7 +136,6 @@ def main() -> None:
     clock = time.perf_counter if a.clock == "wall" else time.process_time
     step()
     step()
-    _join_compilations(fn)
     plain = []
     for _ in range(a.steps):
         t0 = clock()

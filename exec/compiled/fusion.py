@@ -15,8 +15,10 @@ order of operations of the ops' own numpy kernels (exec/kernels/math.py), so the
 ones bit for bit: float32 arithmetic in float32, no contraction into fused multiply-adds.
 
 The kernel may decline (it returns None) and the generated code then runs the chain's own kernel calls:
-- until the chain has run `HOT_CALLS` times (numba compiles in about a second, which pays only in loops),
-  and then until it is compiled, on a thread of its own, from a call whose inputs it can take;
+- until the chain has run `HOT_CALLS` times (numba compiles in about a second, which pays only in loops);
+  it is compiled then, in the call, from inputs it can take. (On a thread of its own, the compilation
+  took the GIL from the program for seconds on the busy 2-core box: bench/lstm.py's timed steps ran at
+  350 ms instead of ~180 while it went on. In the call, the first step pays it, once.);
 - where an input is not what it was compiled for: another dtype or shape, an array not in C order (a
   broadcast gradient seed in a loop's first iteration, a split's blocks), a 0-d array for a scalar. A loop
   over views would be several times slower than numpy's strided kernels, so it is never compiled for them;
@@ -31,7 +33,6 @@ from __future__ import annotations
 
 import importlib.util
 import itertools
-import threading
 from dataclasses import dataclass
 
 import numpy as np
@@ -55,10 +56,6 @@ MIN_OPS = 3
 # Calls of a chain before its kernel is compiled; refusals of its inputs in a row before it is given up.
 HOT_CALLS = 50
 MAX_REFUSALS = 8
-# Kernels are compiled on a thread of their own while the program goes on with the chain's calls, so a run
-# does not wait the second numba takes (on a free core it is hidden). Not a daemon: an interpreter that
-# exits waits for it rather than stopping it inside LLVM.
-BACKGROUND = True
 _DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
 
 _available: bool | None = None
@@ -250,7 +247,6 @@ class FusedKernel:
         self.n_outputs = len(outputs)
         self.ops = [s.node.op for s in chain]
         self.calls = 0
-        self.compiling: threading.Thread | None = None
         self.run = self._warm_up
 
     def __call__(self, *values):
@@ -264,11 +260,7 @@ class FusedKernel:
             if self.calls >= 2 * HOT_CALLS:  # and in every one since it got hot: a C-order loop cannot take them
                 self.run = _declined
             return None
-        self.run = _declined  # the chain's own calls, until the kernel is built
-        if BACKGROUND:
-            self.compiling = threading.Thread(target=self._build, name="fused kernel", daemon=False)
-            self.compiling.start()
-            return None
+        self.run = _declined  # the chain's own calls, should numba fail to build it
         self._build()
         return self.run(*values)
 

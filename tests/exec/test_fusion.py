@@ -20,7 +20,6 @@ def fused(monkeypatch):
     pytest.importorskip("numba")
     monkeypatch.setattr(fusion, "_available", True)
     monkeypatch.setattr(fusion, "HOT_CALLS", 1)
-    monkeypatch.setattr(fusion, "BACKGROUND", False)  # compiled at once: the next call runs it
 
 
 @pytest.fixture
@@ -189,22 +188,6 @@ def test_the_kernel_waits_for_a_hot_chain(monkeypatch):
     sess.run(fetches, _feeds(ph, np.float32))
     kernels = _kernels(sess)
     assert kernels and all(k.calls > 0 and k.run.__name__ == "_warm_up" for k in kernels)
-
-
-def test_a_kernel_compiled_in_the_background_takes_over_when_built(monkeypatch):
-    """The program goes on with the chain's calls while numba compiles; the kernel runs from the call after."""
-    pytest.importorskip("numba")
-    monkeypatch.setattr(fusion, "_available", True)
-    monkeypatch.setattr(fusion, "HOT_CALLS", 1)
-    g, ph, fetches = _cell_graph()
-    feeds = _feeds(ph, np.float32)
-    sess = Session(g, mode="compiled")
-    first = sess.run(fetches, feeds)
-    for k in _kernels(sess):
-        if k.compiling is not None:
-            k.compiling.join()
-    assert any(k.run.__name__ == "run" for k in _kernels(sess))
-    _same(sess.run(fetches, feeds), first)
 
 
 def test_small_arrays_and_broadcasts_are_not_fused(fused):
