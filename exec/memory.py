@@ -128,6 +128,22 @@ class MemoryManager:
                 self.swappable_bytes -= n
         return value
 
+    def restore_all(self, tokens) -> list:
+        """`restore` of each token, in order, under one lock: a gradient stack joined after its loop hands back
+        a value per iteration (a thousand lock round trips were most of bench/grad_loop.py's 0.8 ms joins)."""
+        if type(self).restore is not MemoryManager.restore:  # a device's manager restores each its own way
+            return [self.restore(t) for t in tokens]
+        values, total, swapped = [], 0, 0
+        for value, n, swap in tokens:
+            values.append(value)
+            total += n
+            if swap:
+                swapped += n
+        with self._lock:
+            self.bytes_in_use -= total
+            self.swappable_bytes -= swapped
+        return values
+
     def free(self, token) -> None:
         _, n, swap = token
         with self._lock:

@@ -52,7 +52,7 @@ class Stack:
     def concat(self, dtype, row_shape):
         """Every value, in key order, joined along axis 0; the stack is left empty."""
         keys = sorted(self.slots)
-        values = [self.memory.restore(self.slots.pop(k)) for k in keys]
+        values = self.memory.restore_all([self.slots.pop(k) for k in keys])
         self.layout = [(k, len(v)) for k, v in zip(keys, values)]
         if not values:
             return np.empty((0, *row_shape), dtype)
