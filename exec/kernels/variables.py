@@ -12,6 +12,10 @@ device or several) update it atomically, as TF's assign_add does; without it two
 read the same value and one update was lost. A read of an array takes the lock too: otherwise it
 could fetch the array between a write's reference count check and its in-place update, and see
 it change. A scalar read copies the value out at once (`value[()]`) and needs no lock.
+
+The lock is taken with `with`, never `acquire()` then `try`: Python may raise a Ctrl-C's
+KeyboardInterrupt right after `acquire()` returns, before the `try`, and the lock stayed held, so
+the next call of the function hung.
 """
 from __future__ import annotations
 
@@ -92,28 +96,22 @@ def _read(node, rt):
         def read_scalar():
             return var.value[()]
         return read_scalar
-    acquire, release = var.update_lock.acquire, var.update_lock.release
+    lock = var.update_lock
 
     def read():
-        acquire()  # acquire/release: about half the time of `with lock`
-        try:
+        with lock:
             return var.value
-        finally:
-            release()
     return read
 
 
 @kernel("AssignVariable")
 def _assign(node, rt):
     var = node.attrs["variable"]
-    acquire, release = var.update_lock.acquire, var.update_lock.release
+    lock = var.update_lock
 
     def assign(x):
-        acquire()
-        try:
+        with lock:
             return _assign_locked(var, x)
-        finally:
-            release()
     return assign
 
 
@@ -135,7 +133,7 @@ def _assign_update(node, rt):
     var = node.attrs["variable"]
     ufunc = np.add if node.op == "AssignAddVariable" else np.subtract
     scalar_op = operator.add if node.op == "AssignAddVariable" else operator.sub
-    acquire, release = var.update_lock.acquire, var.update_lock.release
+    lock = var.update_lock
     # what the delta's shape is decided once where the graph knows it (np.shape per call costs as much
     # as the lock): a counter (scalar into scalar), or a delta that broadcasts to the Variable
     static = node.inputs[0].shape
@@ -144,16 +142,12 @@ def _assign_update(node, rt):
     fits = known and _broadcasts_to(static, var.shape)
 
     def update(delta):
-        acquire()
-        try:
+        with lock:
             return _update_locked(var, delta, ufunc, scalar_op, counter, fits)
-        finally:
-            release()
 
     def apply(delta):
         # the update in place of a delta that fits (an optimizer's step on a weight) written out
-        acquire()
-        try:
+        with lock:
             cur, refs = _references(var)
             if refs != _SOLE or cur.base is not None:
                 return _update_locked(var, delta, ufunc, scalar_op, counter, fits)
@@ -163,14 +157,11 @@ def _assign_update(node, rt):
             finally:
                 cur.setflags(write=False)
             return _out(cur)
-        finally:
-            release()
 
     def count(delta):
         # a counter's update in place written out (an agent's step counts several): numpy's scalar arithmetic,
         # stored with the unsafe cast that out= makes
-        acquire()
-        try:
+        with lock:
             cur, refs = _references(var)
             if refs != _SOLE or cur.base is not None:
                 return _update_locked(var, delta, ufunc, scalar_op, counter, fits)
@@ -180,8 +171,6 @@ def _assign_update(node, rt):
             finally:
                 cur.setflags(write=False)
             return cur[()]
-        finally:
-            release()
     return count if counter else apply if fits else update
 
 
@@ -203,14 +192,13 @@ def _update_locked(var, delta, ufunc, scalar_op, counter: bool, fits: bool):
 def _assign_item(node, rt):
     var = node.attrs["variable"]
     key_of = index_function(node.attrs["index"].items)
-    acquire, release = var.update_lock.acquire, var.update_lock.release
+    lock = var.update_lock
 
     items = node.attrs["index"].items
     if len(items) == 1 and isinstance(items[0], Dyn) and items[0].kind == "scalar" and var.shape:
         def assign_row(value, i):  # v[i] = value: a replay memory's row, the common case
             key = operator.index(i)
-            acquire()
-            try:
+            with lock:
                 cur, refs = _references(var)
                 if refs != _SOLE or cur.base is not None:
                     return _assign_item_copy(var, key, value)
@@ -220,16 +208,13 @@ def _assign_item(node, rt):
                 finally:
                     cur.setflags(write=False)
                 return cur
-            finally:
-                release()
         return assign_row
 
     def assign_item(value, *dyn):
         # _update_in_place written out: a replay memory takes several of these writes per step, and the
         # calls and closure around the write cost as much as the write itself
         key = key_of(dyn)
-        acquire()
-        try:
+        with lock:
             cur, refs = _references(var)
             if refs != _SOLE or cur.base is not None:
                 return _assign_item_copy(var, key, value)
@@ -239,8 +224,6 @@ def _assign_item(node, rt):
             finally:
                 cur.setflags(write=False)
             return _out(cur)
-        finally:
-            release()
     return assign_item
 
 
