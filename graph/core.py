@@ -190,6 +190,10 @@ class Graph:
     def get_node(self, name: str) -> Node:
         return self._by_name[name]
 
+    def has_node(self, node: Node) -> bool:
+        """Whether `node` is in this graph (a rollback removes the nodes built after its checkpoint)."""
+        return self._by_name.get(node.name) is node
+
     def get_tensor(self, name: str) -> Tensor:
         node, _, port = name.partition(":")
         return self._by_name[node].outputs[int(port or 0)]

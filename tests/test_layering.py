@@ -14,10 +14,11 @@ ALLOWED = {
     "transpile": {"graph", "exec"},
 }
 # Within transpile, only the runtime helpers (every module of the operators package) and the api (api.py,
-# signatures.py, the call signatures its traces are cached under, and captured_state.py, the Python state they
-# read and write) may import graph, and only api.py may import exec (to run). Entries are paths under
-# transpile/; one ending in "/" is a package.
-TRANSPILE_USERS = {"graph": ("operators/", "api.py", "signatures.py", "captured_state.py"), "exec": ("api.py",)}
+# tracing.py, the traces it builds and caches, signatures.py, the call signatures they are cached under, and
+# captured_state.py, the Python state they read and write) may import graph, and only api.py and tracing.py
+# may import exec (to run). Entries are paths under transpile/; one ending in "/" is a package.
+TRANSPILE_USERS = {"graph": ("operators/", "api.py", "tracing.py", "signatures.py", "captured_state.py"),
+                   "exec": ("api.py", "tracing.py")}
 # Within exec, only session.py may import dist, and only dist's graph-level modules (placement and partitioning,
 # which import graph alone); dist's runtime modules (a transport between processes) may import exec.
 EXEC_DIST_USERS = {"session.py": ("dist.placement", "dist.partition")}

@@ -1,7 +1,6 @@
 """Public API: `function` (convert, trace per signature, run), `convert`, `to_code`."""
 from __future__ import annotations
 
-import contextlib
 import functools
 import inspect
 import os
@@ -10,7 +9,6 @@ import time
 import types
 import warnings
 import weakref
-from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -24,12 +22,11 @@ from graph import nest
 from graph.logs import get_logger
 from graph.node import Tensor
 from graph.saving import Output, Signature, load_saved
-from transpile import captured_state, conversion, fast_calls, operators, signatures
+from transpile import captured_state, fast_calls, operators, signatures
 from transpile.errors import swap_without_device
-from transpile.operators.leaves import mark_weak_type
 from transpile.operators.loop_options import memory_policy_options
-from transpile.operators.outputs import Finished, NumberOutput, output_value
-from transpile.operators.trace_state import trace_state
+from transpile.operators.outputs import NumberOutput
+from transpile.tracing import Trace, TraceCache, TraceSettings, VariableScope, build_trace, placeholder_label
 
 logger = get_logger(__name__)
 # the distribution's version (graph/_version.py), re-exported by transpile/__init__.py, which imports no graph
@@ -85,95 +82,6 @@ def do_not_convert(fn):
     """Marks a function to be called as it is from converted code (never converted)."""
     fn.__transpile_do_not_convert__ = True
     return fn
-
-
-# --------------------------------------------------------------------------- variables created in traces
-
-class _VariableScope:
-    """Variables a function creates: made on the first trace, the same objects on later ones."""
-
-    def __init__(self):
-        self.created: list = []
-        self.reusing = False
-        self.index = 0
-
-    def create(self, next_creator, **kwargs):
-        """The graph.variable_creator_scope creator of a trace: the first trace makes and records the
-        Variables, later ones get the same objects in creation order."""
-        if self.reusing:
-            return self.next_existing()
-        v = next_creator(**kwargs)
-        self.created.append(v)
-        return v
-
-    def next_existing(self):
-        if self.index >= len(self.created):
-            raise operators.StagingError(
-                "this trace creates more Variables than the function's first trace did; a transpile.function "
-                "creates its Variables once, on its first trace (later traces reuse them in creation order). "
-                "Create Variables outside the function, or on every path of its first call")
-        v = self.created[self.index]
-        self.index += 1
-        return v
-
-
-# --------------------------------------------------------------------------- traces
-
-@dataclass(frozen=True)
-class ArgumentArray:
-    """An array argument as the traced code gets it: argument `k` (leaf `leaf` of it, for a container
-    argument), a MutableArray whose contents start as placeholder `placeholder`."""
-
-    k: int
-    leaf: int | None
-    array: operators.MutableArray
-    placeholder: Tensor
-
-
-@dataclass(frozen=True)
-class ArgumentWrite:
-    """An array argument the function writes in place: after each run, `value` (a fetched tensor) is
-    copied into the caller's array, argument `k` (its leaf `leaf`)."""
-
-    k: int
-    leaf: int | None
-    value: Tensor
-
-    def apply(self, values: list, result) -> None:
-        target = values[self.k] if self.leaf is None else nest.flatten(values[self.k])[self.leaf]
-        np.copyto(target, result, casting="same_kind")
-
-
-def _argument_writes(arrays: list[ArgumentArray]) -> list[ArgumentWrite]:
-    """The array arguments whose contents the trace changed, with their contents at its end."""
-    return [ArgumentWrite(a.k, a.leaf, a.array.tensor()) for a in arrays
-            if a.array.value is not a.placeholder]
-
-
-@dataclass
-class _Trace:
-    signature: signatures.Signature
-    graph: object
-    placeholders: list          # per parameter: list of placeholder tensors (None for fixed leaves)
-    output_structure: object
-    fetch_index: list           # per output leaf: index into fetches, or None (a Python value)
-                                # (constants holds a fetched leaf's ListOutput or NumberOutput: what it is made)
-    fetches: list
-    constants: list             # per output leaf: the Python value when not fetched
-    effects: object             # the graph's final effect node (run even when not returned), or None
-    session: object = None
-    keep_alive: list = field(default_factory=list)
-    # how a call runs it: per argument with graph inputs, (its index, None for a plain leaf or the
-    # indices of its fed leaves in nest.flatten order), and the session callable that takes the
-    # values of those inputs in that order
-    fed_arguments: list = field(default_factory=list)
-    run: object = None
-    # the Python state it reads and writes beyond its arguments (captured_state.py): guards checked and
-    # arrays fed at each call, writes applied after each run
-    captured: captured_state.CapturedInputs = captured_state.NONE
-    fed: list = field(default_factory=list)  # the placeholders `run` feeds, in its order
-    fast: object = None                      # fast_calls.make_fast_call's function, or None
-    argument_writes: list = field(default_factory=list)  # ArgumentWrites, fetched after the captured state's
 
 
 class Function:
@@ -270,23 +178,15 @@ class Function:
         else:
             self._positional = None
         self._static_positions = tuple(p.name in self.static_argnames for p in parameters)
-        # traces (and the signatures they were looked up with) by `signatures.call_key` of such calls
-        self._by_call_key: dict = {}
         self.relax_shapes = relax_shapes
-        self._traces: dict = {}
+        self._traces = TraceCache()
         self._last: signatures.Signature | None = None
-        self._variables = _VariableScope()
+        self._variables = VariableScope()
         self._relaxed_captures: dict = {}  # source description -> the shape its captured array is traced with
         self._lock = threading.RLock()
         self.retrace_reports: list[str] = []
         self._per_instance: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
         self._per_instance_strong: dict = {}
-
-    def _loop_memory_policy(self):
-        """The default memory policy of the loops a trace builds (in the default graph)."""
-        if self.memory_policy is None:
-            return contextlib.nullcontext()
-        return graph.loop_memory_policy(*self.memory_policy)
 
     # -- calling -----------------------------------------------------------------------------
     def __get__(self, obj, objtype=None):
@@ -335,7 +235,7 @@ class Function:
                     key = signatures.call_key(values, self._static_positions)
             if key is not None:
                 with self._lock:
-                    hit = self._by_call_key.get(key)
+                    hit = self._traces.by_call_key(key)
                     if hit is not None:
                         trace, self._last = hit
                 if hit is not None:
@@ -370,21 +270,19 @@ class Function:
 
     def get_graph(self, *args, **kwargs):
         """The traced graph for these arguments (printable with str() and .to_dot())."""
-        sig, bound, _ = self._bind(args, kwargs)
-        return self._lookup(sig, bound).graph
+        return self.trace_for(args, kwargs).graph
 
     def save(self, path, *args, **kwargs) -> None:
         """Saves the graph traced for these arguments (traced now if needed) with its signature, in the
         saved-graph format; `transpile.load(path)` gives back a function of its graph inputs."""
-        trace = self._lookup(*self._bind(args, kwargs)[:2])
+        trace = self.trace_for(args, kwargs)
         trace.graph.save(path, _saved_signature(trace, self._name))
 
     def compiled_code(self, *args, **kwargs) -> str:
         """The Python code that compiled mode runs for a call with these arguments (traced now if
         need be): the function's graph as straight code, loops as `while`, conds as `if`."""
-        sig, bound, _ = self._bind(args, kwargs)
-        trace = self._lookup(sig, bound)
-        return trace.session.compiled_source(trace.fetches + [trace.effects], trace.fed)
+        trace = self.trace_for(args, kwargs)
+        return trace.session.compiled_source([*trace.fetches, trace.effects], list(trace.fed))
 
     @property
     def last_retrace_report(self) -> str | None:
@@ -392,7 +290,16 @@ class Function:
 
     @property
     def traces(self) -> int:
-        return sum(len(variants) for variants in self._traces.values())
+        return len(self._traces)
+
+    def trace_for(self, args: tuple, kwargs: dict | None = None, *, dynamic_axes=None) -> Trace:
+        """The trace that runs a call with these arguments (traced now if need be): its graph, inputs,
+        fetches and how its results nest (transpile/tracing.py). With `dynamic_axes` (export_onnx's),
+        a trace of its own with those input dims unknown, not kept for calls."""
+        sig, bound, _ = self._bind(args, kwargs or {})
+        if dynamic_axes:
+            return self._trace_or_specialize(sig.with_unknown_dims(_unknown_input_dims(sig, dynamic_axes)), bound)
+        return self._lookup(sig, bound)
 
     # -- tracing -----------------------------------------------------------------------------
     def _bind(self, args, kwargs) -> tuple[signatures.Signature, inspect.BoundArguments, list]:
@@ -405,40 +312,29 @@ class Function:
         arguments = signatures.expand_arguments(bound)
         return signatures.Signature.build(arguments, self.static_argnames), bound, [v for _, _, v in arguments]
 
-    def _lookup(self, sig: signatures.Signature, bound, call_key=None) -> _Trace:
+    def _lookup(self, sig: signatures.Signature, bound, call_key=None) -> Trace:
         """The trace that runs a call of signature `sig` (traced now if none does); remembered
         under `call_key` too, when the call has one. A signature has several traces when the Python
         state they read (captured_state.py) differs between calls."""
         with self._lock:
             values = [v for _, _, v in signatures.expand_arguments(bound)]
-            variants = self._traces.get(sig.key)
-            if variants is None and self.relax_shapes:
-                variants = next((v for v in self._traces.values() if v[0].signature.accepts(sig)), None)
+            variants = self._traces.variants(sig, self.relax_shapes)
             trace = next((t for t in variants or () if t.captured.read(values) is not None), None)
             if trace is None:
-                traced = sig if variants is None else variants[0].signature
-                if variants is None and self.relax_shapes:
-                    for v in list(self._traces.values()):
-                        relaxed = v[0].signature.relaxed_with(sig)
-                        if relaxed is not None:
-                            traced = relaxed
-                            break
-                if self._traces:
+                traced = variants[0].signature if variants else \
+                    self._traces.relaxed(sig) if self.relax_shapes else sig
+                if len(self._traces):
                     self._report_retrace(sig, traced, variants[-1] if variants else None, values)
                 start = time.perf_counter()
                 trace = self._trace_or_specialize(traced, bound)
                 logger.debug("traced %s in %.1f ms: %r", self._name, (time.perf_counter() - start) * 1e3, trace.graph)
-                self._traces.setdefault(trace.signature.key, []).append(trace)
-                # with a new trace, relax_shapes may resolve a signature differently: start afresh
-                self._by_call_key.clear()
+                self._traces.add(trace)
             self._last = sig
             if call_key is not None:
-                if len(self._by_call_key) >= 256:  # calls of ever new shapes under relax_shapes
-                    self._by_call_key.clear()
-                self._by_call_key[call_key] = (trace, sig)
+                self._traces.remember_call(call_key, trace, sig)
             return trace
 
-    def _report_retrace(self, sig, traced, same_signature: _Trace | None, values) -> None:
+    def _report_retrace(self, sig, traced, same_signature: Trace | None, values) -> None:
         """Records why a call needs a new trace: its signature changed, or (`same_signature`: a trace of
         its signature) the Python state that trace read did."""
         if same_signature is not None:
@@ -461,7 +357,7 @@ class Function:
             warnings.warn(f"{self._name} was traced {_RETRACE_WARNING_AFTER + 1} times; see its retrace_reports "
                           f"({report})", stacklevel=4)
 
-    def _trace_or_specialize(self, sig: signatures.Signature, bound) -> _Trace:
+    def _trace_or_specialize(self, sig: signatures.Signature, bound) -> Trace:
         """A trace for `sig`; where graph control flow refuses a construct whose condition depends on
         Python number arguments only (a variable assigned in one branch of `if flag:`), a trace with
         those arguments static instead: one trace per value, as Python would run it."""
@@ -485,168 +381,26 @@ class Function:
     def _make_static(self, static: frozenset) -> None:
         self.static_argnames = static
         self._static_positions = tuple(p.name in static for p in self._signature.parameters.values())
-        self._by_call_key.clear()
+        self._traces.forget_calls()
 
-    def _relax_captured(self, trace: _Trace, values) -> None:
+    def _relax_captured(self, trace: Trace, values) -> None:
         """Under relax_shapes, a captured array whose shape changed is traced with the differing dims unknown."""
         for name, dtype, shape, now in trace.captured.arrays_now(values):
             shape = self._relaxed_captures.get(name, shape)
             if isinstance(now, np.ndarray) and now.dtype == dtype and now.ndim == len(shape):
                 self._relaxed_captures[name] = tuple(d if d == e else None for d, e in zip(shape, now.shape))
 
-    def _trace(self, sig: signatures.Signature, bound: inspect.BoundArguments) -> _Trace:
-        converted = convert(self.python_function)
-        g = graph.Graph()
-        placeholders = []
-        scope = self._variables
-        scope.reusing, scope.index = bool(scope.created), 0
-        keep_alive = []
-        values = [v for _, _, v in signatures.expand_arguments(bound)]
-        state = trace_state()
-        outer = state.captures, state.writes
-        capture = state.captures = captured_state.StateCapture(values, self._relaxed_captures)
-        state.writes = []
-        try:
-            with graph.variable_creator_scope(scope.create), g.as_default(), \
-                    g.iteration_limit(self.maximum_iterations), self._loop_memory_policy(), operators.tracing():
-                capture.add_callable(self.python_function)
-                bound_to = getattr(self.python_function, "__self__", None)
-                if bound_to is not None or not isinstance(self.python_function, types.FunctionType):
-                    capture.add_bound_object(bound_to if bound_to is not None else self.python_function)
-                for k, specs in enumerate(sig.specs):
-                    if sig.structures[k] is None and specs[0].kind in ("object", "static"):
-                        capture.add_argument(k, sig.names[k], values[k])
-                arrays: list = []
-                call_args, call_kwargs = self._symbolic_arguments(bound, sig, placeholders, keep_alive, arrays)
-                try:
-                    out = converted(*call_args, **call_kwargs)
-                except KeyError as e:
-                    raise _graph_key_error(e) from None
-                out = _finish_outputs(out)
-                leaves = nest.flatten(out) if isinstance(out, (list, tuple, dict)) else [out]
-                fetches, fetch_index, constants = [], [], []
-                for leaf in leaves:
-                    if isinstance(leaf, Finished):  # fetched, and made a Python list or number after each run
-                        fetch_index.append(len(fetches))
-                        fetches.append(leaf.tensor)
-                        constants.append(leaf)
-                    elif isinstance(leaf, Tensor) or getattr(leaf, "is_variable", False):
-                        fetch_index.append(len(fetches))
-                        fetches.append(leaf)
-                        constants.append(None)
-                    else:
-                        fetch_index.append(None)
-                        constants.append(leaf)
-                captured, captured_placeholders = capture.finish(g, fetches)
-                argument_writes = _argument_writes(arrays)
-            effects = g.last_effect(None)
-        finally:
-            capture.restore()
-            state.captures, state.writes = outer
-            scope.reusing = False
-        operators.share_element_specs(g)
-        trace = _Trace(sig, g, placeholders, out, fetch_index, fetches, constants, effects, keep_alive=keep_alive,
-                       captured=captured, argument_writes=argument_writes)
-        trace.session = Session(g, mode=self.mode, inter_op_threads=self.inter_op_threads, device=self.device)
-        fed = []
-        for k, phs in enumerate(placeholders):
-            leaves = [i for i, ph in enumerate(phs) if ph is not None]
-            if leaves:
-                trace.fed_arguments.append((k, None if sig.structures[k] is None else leaves))
-                fed.extend(phs[i] for i in leaves)
-        # the captured arrays are fed after the arguments; the tensors written back into Python state are
-        # fetched after the results, and the effects node last: its result (None) is past the others
-        fed += captured_placeholders
-        trace.run = trace.session.make_callable(
-            fetches + captured.fetches + [w.value for w in argument_writes] + [effects], fed, name=self._name)
-        trace.fed = fed
-        if self._positional is not None and all(leaves is None for _, leaves in trace.fed_arguments) \
-                and not argument_writes:
-            required, defaults = self._positional
-            trace.fast = fast_calls.make_fast_call(
-                self._name, len(sig.names), required, defaults,
-                [specs[0] if structure is None else None for structure, specs in zip(sig.structures, sig.specs)],
-                [k for k, _ in trace.fed_arguments], trace.run,
-                [_fast_leaf(i, c) for i, c in zip(fetch_index, constants, strict=True)], out,
-                captured, len(fetches))
-        return trace
-
-    def _symbolic_arguments(self, bound, sig, placeholders, keep_alive, arrays):
-        values = {}
-        k = 0
-        for name, value in bound.arguments.items():
-            kind = bound.signature.parameters[name].kind
-            if kind is inspect.Parameter.VAR_POSITIONAL:
-                new = []
-                for i, v in enumerate(value):
-                    new.append(self._symbolic(v, sig, k, placeholders, keep_alive, arrays))
-                    k += 1
-                values[name] = tuple(new)
-            elif kind is inspect.Parameter.VAR_KEYWORD:
-                new = {}
-                for key, v in value.items():
-                    new[key] = self._symbolic(v, sig, k, placeholders, keep_alive, arrays)
-                    k += 1
-                values[name] = new
-            else:
-                values[name] = self._symbolic(value, sig, k, placeholders, keep_alive, arrays)
-                k += 1
-        symbolic = inspect.BoundArguments(bound.signature, values)
-        return symbolic.args, symbolic.kwargs
-
-    def _symbolic(self, value, sig, k, placeholders, keep_alive, arrays):
-        """The value the traced code gets for argument `k`: placeholders for its graph inputs, an array
-        argument's as a MutableArray (recorded in `arrays`: a write into it is written back into the
-        caller's array after each run, as Python's in-place writes change the caller's array)."""
-        structure, specs = sig.structures[k], sig.specs[k]
-        label = _placeholder_label(sig.names[k])
-        leaves = nest.flatten(value) if structure is not None else [value]
-        phs, out = [], []
-        for i, (leaf, spec) in enumerate(zip(leaves, specs, strict=True)):
-            if spec.kind == "input":
-                name = label if len(specs) == 1 else f"{label}_{i}"
-                ph = graph.placeholder(spec.dtype, spec.shape, name=name)
-                phs.append(ph)
-                if isinstance(leaf, np.ndarray):
-                    array = operators.MutableArray(ph)
-                    arrays.append(ArgumentArray(k, None if structure is None else i, array, ph))
-                    out.append(array)
-                else:
-                    if type(leaf) in (bool, int, float):  # weak beside arrays, as numpy's Python scalars
-                        mark_weak_type(ph, type(leaf))
-                    out.append(ph)
-            else:
-                phs.append(None)
-                keep_alive.append(leaf)
-                out.append(leaf)
-        placeholders.append(phs)
-        return out[0] if structure is None else nest.pack_as(value, out)
+    def _trace(self, sig: signatures.Signature, bound: inspect.BoundArguments) -> Trace:
+        settings = TraceSettings(self._name, self.python_function, convert(self.python_function), self.mode,
+                                 self.inter_op_threads, self.device, self.maximum_iterations, self.memory_policy,
+                                 self._positional, self._relaxed_captures)
+        return build_trace(settings, self._variables, sig, bound)
 
     # -- running -----------------------------------------------------------------------------
-    def _run(self, trace: _Trace, values, fed: list):
+    def _run(self, trace: Trace, values, fed: list):
         """Runs `trace` with argument values `values` (as its signature's names list them) and the
         arrays `fed` that it reads from Python state, then applies its writes to that state."""
-        feeds = []
-        for k, leaves in trace.fed_arguments:
-            if leaves is None:
-                feeds.append(values[k])
-            else:
-                flat = nest.flatten(values[k])
-                feeds.extend(flat[i] for i in leaves)
-        if fed:
-            feeds.extend(fed)
-        results = trace.run(*feeds)
-        if trace.captured.fetches or trace.captured.replays:
-            trace.captured.apply(results[len(trace.fetches):], fed, values)
-        first = len(trace.fetches) + len(trace.captured.fetches)
-        for write, result in zip(trace.argument_writes, results[first:], strict=False):
-            write.apply(values, result)
-        leaves = [c if i is None else c.finish(results[i]) if c is not None else results[i]
-                  for i, c in zip(trace.fetch_index, trace.constants, strict=True)]
-        out = trace.output_structure
-        if isinstance(out, (list, tuple, dict)):
-            return nest.pack_as(out, leaves)
-        return leaves[0]
+        return trace.finish(trace.run(*trace.feeds(values, fed)), values, fed)
 
     def __repr__(self) -> str:
         return f"<transpile.function {self._name}>"
@@ -672,6 +426,9 @@ class _BoundFunction:
     def compiled_code(self, *args, **kwargs) -> str:
         return self._function.compiled_code(self._obj, *args, **kwargs)
 
+    def trace_for(self, args: tuple, kwargs: dict | None = None, **options) -> Trace:
+        return self._function.trace_for((self._obj, *args), kwargs, **options)
+
     def _transpile_inline(self):
         return self._function.with_own_loop_options(types.MethodType(convert(self._function.python_function),
                                                                      self._obj))
@@ -687,12 +444,7 @@ def _python_scalars_deciding(error: BaseException, sig: signatures.Signature) ->
     placeholders = {n.name for n in _upstream_nodes(conditions) if n.op == "Placeholder"}
     return frozenset(name for name, specs, structure in zip(sig.names, sig.specs, sig.structures, strict=True)
                      if structure is None and specs[0].kind == "input" and specs[0].form == "python"
-                     and _placeholder_label(name) in placeholders)
-
-
-def _placeholder_label(name: str) -> str:
-    """The name of the placeholder of an argument (see Function._symbolic)."""
-    return name.replace("[", "_").replace("]", "").replace("'", "")
+                     and placeholder_label(name) in placeholders)
 
 
 def _upstream_nodes(tensors) -> list:
@@ -732,39 +484,6 @@ def _hide_internal_frames(exc: BaseException) -> None:
     exc.__traceback__ = keep[0]
 
 
-def _graph_key_error(e: KeyError) -> Exception:
-    """A KeyError of a dict read with a graph-tensor key (e.g. `hs[t - 1]` with `t` the index of a graph
-    loop) as a StagingError at the user's line that says why; any other KeyError as it is."""
-    key = e.args[0] if len(e.args) == 1 else None
-    if not operators.is_tensor(key):
-        return e
-    location, tb = None, e.__traceback__
-    while tb is not None:
-        code = tb.tb_frame.f_code
-        if not graph.errors.is_internal(code.co_filename) and not code.co_filename.startswith("<"):
-            location = graph.errors.SourceLocation(code.co_filename, tb.tb_lineno, code.co_name)
-        tb = tb.tb_next
-    return operators.StagingError(
-        "a dict is read with a graph-tensor key (the index of a graph loop, or a value computed from "
-        "arguments): dict keys are Python values, and this one only exists when the graph runs. Index an array "
-        "instead (`hs = np.zeros((n, ...))`, then `hs[t]`), use a list appended in the loop, or make the loop "
-        "a Python loop (over a Python range)", location)
-
-
-def _finish_outputs(out):
-    """Return values as the caller gets them: stacked lists, checked maybe-undefined values."""
-    leaf = output_value
-
-    def walk(v):
-        if isinstance(v, dict):
-            return type(v)((k, walk(x)) for k, x in v.items())
-        if isinstance(v, (list, tuple)):
-            items = [walk(x) for x in v]
-            return type(v)(*items) if hasattr(type(v), "_fields") else type(v)(items)
-        return leaf(v)
-    return walk(out)
-
-
 def function(fn=None, *, static_argnames=(), relax_shapes: bool = False, mode: str = "auto",
              maximum_iterations: int | None = None, memory_policy: str | None = None,
              checkpoint_every: int | None = None, inter_op_threads: int = 2, device=None):
@@ -781,19 +500,13 @@ def function(fn=None, *, static_argnames=(), relax_shapes: bool = False, mode: s
 
 # --------------------------------------------------------------------------- saved traces and ONNX export
 
-def _fast_leaf(index, constant):
-    """How the fast call gives an output leaf (fast_calls.make_fast_call's `leaves`)."""
-    if index is None:
-        return ("constant", constant)
-    return index if constant is None else ("finish", index, constant.finish)
-
-
-def _saved_signature(trace: _Trace, name: str) -> Signature:
+def _saved_signature(trace: Trace, name: str) -> Signature:
     """What a saved trace computes: its placeholders (the arguments that are graph inputs, in order),
     its fetched results, how they nest (Python values the function returns kept as they are)."""
-    inputs = [ph for phs in trace.placeholders for ph in phs if ph is not None]
-    leaves = [c if i is None else Output(i) if c is None else Output(i, c.kind, isinstance(c, NumberOutput))
-              for i, c in zip(trace.fetch_index, trace.constants, strict=True)]
+    inputs = trace.inputs
+    leaves = [leaf.constant if leaf.fetch is None else Output(leaf.fetch) if leaf.finished is None
+              else Output(leaf.fetch, leaf.finished.kind, isinstance(leaf.finished, NumberOutput))
+              for leaf in trace.outputs]
     out = trace.output_structure
     structure = nest.pack_as(out, leaves) if isinstance(out, (list, tuple, dict)) else leaves[0]
     return Signature(tuple(inputs), tuple(ph.node.name for ph in inputs), tuple(trace.fetches), structure,
@@ -851,22 +564,16 @@ def export_onnx(fn, example_args, path=None, *, drop=(), dynamic_axes=None):
     dims unknown, so the model computes from the sizes it is given (docs/export.md, "Dynamic axes").
     """
     function = fn if isinstance(fn, (Function, _BoundFunction)) else Function(fn)
-    args = tuple(example_args)
-    if isinstance(function, _BoundFunction):
-        function, args = function._function, (function._obj, *args)
-    sig, bound, _ = function._bind(args, {})
-    if dynamic_axes:  # a trace of its own, with the named input dims unknown (not cached for calls)
-        trace = function._trace_or_specialize(sig.with_unknown_dims(_unknown_input_dims(sig, dynamic_axes)), bound)
-    else:
-        trace = function._lookup(sig, bound)
-    sig = _saved_signature(trace, function._name)
+    name = function.__qualname__
+    trace = function.trace_for(tuple(example_args), dynamic_axes=dynamic_axes)
+    sig = _saved_signature(trace, name)
     for out in sig.outputs:
         if not isinstance(out, Tensor):
-            raise TypeError(f"{function._name} returns Variable {out.name!r}, whose updated value an exported "
+            raise TypeError(f"{name} returns Variable {out.name!r}, whose updated value an exported "
                             "model cannot give: return a tensor (its value) instead")
     return graph.onnx.export(trace.graph, list(sig.inputs), list(sig.outputs), path, input_names=sig.input_names,
                              output_names=[f"output_{k}" for k in range(len(sig.outputs))], drop=drop,
-                             effects=[sig.effects] if sig.effects is not None else [], model_name=function._name,
+                             effects=[sig.effects] if sig.effects is not None else [], model_name=name,
                              dynamic_axes=dynamic_axes)
 
 
@@ -875,7 +582,7 @@ def _unknown_input_dims(sig: signatures.Signature, dynamic_axes) -> dict[tuple[i
     Function._symbolic names the placeholders); graph.onnx.export checks the names and axes."""
     unknown = {}
     for k, specs in enumerate(sig.specs):
-        label = _placeholder_label(sig.names[k])
+        label = placeholder_label(sig.names[k])
         for i, spec in enumerate(specs):
             axes = dynamic_axes.get(label if len(specs) == 1 else f"{label}_{i}")
             if spec.kind == "input" and axes is not None:

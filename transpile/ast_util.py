@@ -20,6 +20,17 @@ def const(value) -> gast.Constant:
     return gast.Constant(value=value, kind=None)
 
 
+def literal(value):
+    """The expression that builds `value`: a number, str, bool or None, or tuples and dicts of them."""
+    if isinstance(value, tuple):
+        return tuple_([literal(v) for v in value])
+    if isinstance(value, dict):
+        return gast.Dict(keys=[literal(k) for k in value], values=[literal(v) for v in value.values()])
+    if value is None or isinstance(value, (int, float, str)):
+        return const(value)
+    raise TypeError(f"no literal for {type(value).__name__}")
+
+
 def attr(base, attr_name: str, ctx=None) -> gast.Attribute:
     if isinstance(base, str):
         base = name(base)

@@ -31,7 +31,7 @@ import numpy as np
 
 import graph
 from graph.node import Tensor
-from transpile import operators
+from transpile import conversion, operators
 from transpile.captured_inputs import (
     NONE,
     AliasCheck,
@@ -68,6 +68,38 @@ __all__ = ["StateCapture", "CapturedInputs", "ValueCheck", "NONE", "DYNAMIC", "o
 
 # `relaxed[source]` of a Python number that changed between calls: it is a graph input in later traces
 DYNAMIC = "dynamic"
+
+
+def _defined_by_running_code(f: types.FunctionType) -> bool:
+    """Whether `f` was defined inside a converted function running on this thread's stack (a local
+    function, or a method of a local class), whose closure cells are that function's own local
+    variables: its code is among the code objects nested in that function's."""
+    if ".<locals>." not in f.__qualname__:
+        return False
+    frame = sys._getframe(1)
+    while frame is not None:
+        if conversion.is_converted_code(frame.f_code) and _nests(frame.f_code, f.__code__):
+            return True
+        frame = frame.f_back
+    return False
+
+
+def _nests(outer: types.CodeType, code: types.CodeType) -> bool:
+    todo = [outer]
+    while todo:
+        c = todo.pop()
+        for k in c.co_consts:
+            if k is code:
+                return True
+            if isinstance(k, types.CodeType):
+                todo.append(k)
+    return False
+
+
+def _in_graph(t) -> bool:
+    """Whether tensor `t` (a placeholder) is still in its graph (a rollback removes what was built after
+    its checkpoint)."""
+    return not isinstance(t, Tensor) or graph.get_default_graph().has_node(t.node)
 
 
 def _input_name(source: Source) -> str:
@@ -149,6 +181,7 @@ class StateCapture:
         self.containers: list = []      # (source, list or dict, a shallow copy before)
         self.functions: set = set()
         self.places: set = set()        # the globals and cells walked, by namespace and name or by cell
+        self.place_inputs: dict = {}    # place -> the placeholders made walking it
         self.assigned_globals: list = []  # (namespace, name, value before) of globals the functions assign
 
     # -- what the trace reads ---------------------------------------------------------------
@@ -183,6 +216,8 @@ class StateCapture:
         for name in _global_names(f.__code__):
             if name in namespace:
                 self._install(GlobalSource(namespace, name), namespace[name])
+        if _defined_by_running_code(f):
+            return  # its closure cells are variables of the function being traced, not state around it
         for name, cell in zip(f.__code__.co_freevars, f.__closure__ or (), strict=True):
             try:
                 value = cell.cell_contents
@@ -193,12 +228,30 @@ class StateCapture:
     def _install(self, source: Source, value) -> None:
         place = (id(source.namespace), source.name) if isinstance(source, GlobalSource) else id(source.cell)
         if place in self.places:  # (functions of one module share its globals)
-            return
+            if all(_in_graph(ph) for ph in self.place_inputs.get(place, ())):
+                return
+            self._forget(place, source, value)  # captured inside a cond or loop that was built again
         self.places.add(place)
+        first = len(self.captures)
         seen = self._visit(source, value, 0)
+        self.place_inputs[place] = [placeholder for _, _, placeholder, _ in self.captures[first:]]
         if seen is not value:
             source.write(seen, self.args)
             self.installed.append((source, value))
+
+    def _forget(self, place, source: Source, value) -> None:
+        """Forgets what was captured at `place` while a graph cond or loop was built that was then rolled
+        back and built again: its placeholders are gone from the graph, so it is captured again."""
+        dead = {id(ph) for ph in self.place_inputs.pop(place)}
+        stand_ins = {id(stand_in) for _, stand_in, placeholder, _ in self.captures if id(placeholder) in dead}
+        self.places.discard(place)
+        self.captures = [c for c in self.captures if id(c[2]) not in dead]
+        self.by_id = {k: v for k, v in self.by_id.items() if id(v[2]) not in stand_ins}
+        for k, (src, original) in enumerate(self.installed):
+            if src.describe() == source.describe():
+                source.write(original, self.args)
+                del self.installed[k]
+                break
 
     def _visit(self, source: Source, value, depth: int):
         """Walks `value`, found at `source`; returns what the trace sees there (a stand-in for an array)."""

@@ -2,16 +2,19 @@
 from __future__ import annotations
 
 import ast
+import contextlib
 import copy
 import functools
+import gc
 import inspect
 import types
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import astor
 import gast
 
 from transpile import anno, ast_util, liveness, parsing
+from transpile.code_cache import CodeMap
 from transpile.converters import (
     asserts,
     break_statements,
@@ -36,12 +39,11 @@ from transpile.naming import Namer
 
 FACTORY = "transpiled_factory"
 
-# code object of a generated function (loop_body, if_true, ...) -> facts for error messages
-GENERATED_CODE: dict = {}
-# code objects of converted user functions (and everything nested in them)
-CONVERTED_CODE: set = set()
+# code objects of converted user functions (and everything nested in them), by identity and held
+# weakly (code_cache.py)
+CONVERTED_CODE: CodeMap[bool] = CodeMap()
 # code object of a converted function -> the except clauses of the `try` statements in its own body
-EXCEPT_CLAUSES: dict = {}
+EXCEPT_CLAUSES: CodeMap[list] = CodeMap()
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,27 +62,18 @@ def except_clauses_around(frame) -> list[ExceptClause]:
     return [c for c in clauses if c.try_lines[0] <= frame.f_lineno <= c.try_lines[1]]
 
 
-def metadata_for(fn) -> dict:
-    """What the converters recorded about a generated function (empty for other callables)."""
-    code = getattr(fn, "__code__", None)
-    return GENERATED_CODE.get(code, {}) if code is not None else {}
-
-
 def is_converted_code(code) -> bool:
     return code in CONVERTED_CODE
 
 
-def _register(code, metadata: dict, filename: str, except_clauses: dict) -> None:
+def _register(code, except_clauses: dict) -> None:
     todo = [code]
     while todo:
         c = todo.pop()
-        CONVERTED_CODE.add(c)
+        CONVERTED_CODE[c] = True
         clauses = except_clauses.get((c.co_name, c.co_firstlineno))
         if clauses:
             EXCEPT_CLAUSES[c] = clauses
-        meta = metadata.get(c.co_name)
-        if meta is not None:
-            GENERATED_CODE[c] = dict(meta, filename=filename)
         # a class body stays as the user wrote it (its methods are converted when called)
         todo.extend(k for k in c.co_consts if isinstance(k, types.CodeType) and k.co_flags & inspect.CO_OPTIMIZED)
 
@@ -94,7 +87,6 @@ class Converted:
     ag_name: str                # the runtime module's name in the code
     freevars: tuple             # free variables of `code`, in order
     filename: str
-    metadata: dict = field(default_factory=dict)   # generated function name -> facts
 
     @functools.cached_property
     def source(self) -> str:
@@ -293,9 +285,29 @@ def _except_clauses(fn_node) -> dict:
 
 
 def to_source(node) -> str:
-    return astor.to_source(gast.gast_to_ast(node), indent_with="    ")
+    """The code of `node` as users read it: a statement on one line, as the user wrote it (astor's
+    wrapping at 79 characters split the converters' calls in the middle of names like `ag.IfFacts`)."""
+    return astor.to_source(gast.gast_to_ast(node), indent_with="    ", pretty_source="".join)
 
 
+@contextlib.contextmanager
+def collection_paused():
+    """Python's cyclic garbage collector paused inside (where it runs, as the user set it): converting and
+    tracing a function make many small objects (AST nodes, annotations, graph nodes) that live until they
+    are done, and the collector's passes over them grew with the function, so a function of 4,000
+    statements cost 1.8 times as much per statement as one of 100 (bench/conversion.py). The garbage they
+    leave is collected on the collector's next pass after."""
+    if not gc.isenabled():
+        yield
+        return
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()
+
+
+@collection_paused()
 def convert_function(fn) -> Converted:
     """Converts a Python function (def or lambda) and compiles it with the user's filename and lines."""
     parsed = parsing.parse_function(fn)
@@ -308,8 +320,8 @@ def convert_function(fn) -> Converted:
     ctx = Context(parsed.filename, namer, ag=ag_name, fn_globals=fn.__globals__, fn_closure=_closure_values(fn))
     node = convert_node(node, ctx)
     code = _compile(node, ctx, fn, parsed.filename)
-    _register(code, ctx.metadata, parsed.filename, _except_clauses(node))
-    return Converted(node, code, ag_name, code.co_freevars, parsed.filename, ctx.metadata)
+    _register(code, _except_clauses(node))
+    return Converted(node, code, ag_name, code.co_freevars, parsed.filename)
 
 
 def _compile(node, ctx: Context, fn, filename) -> types.CodeType:

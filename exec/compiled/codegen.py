@@ -148,9 +148,7 @@ class _Emitter:
                 st = self.select(s)
                 if st is None:
                     continue
-                # right after what it reads: into the block of the branch it selects from
-                at = max((k + 1 for k, prev in enumerate(out) if prev.defs & st.uses), default=len(out))
-                out.insert(at, st)
+                out.insert(_after_last_definer(out, st.uses), st)
         return _group_selections(out)
 
     def coalesce(self, steps: list, reads: dict) -> None:
@@ -352,6 +350,16 @@ class _Emitter:
                 out.append(_Stmt(guard, set(), set(), lambda lines, depth, names=sorted(names):
                                  lines.append(_INDENT * depth + f"del {', '.join(names)}")))
         return out
+
+
+def _after_last_definer(out: list[_Stmt], uses: set) -> int:
+    """The place right after the last statement of `out` that binds a name in `uses` (into the block of the
+    branch a cond result selects from), the end when none does: searched from the end, where it usually is
+    (a scan from the start made long programs quadratic)."""
+    for k in range(len(out) - 1, -1, -1):
+        if out[k].defs & uses:
+            return k + 1
+    return len(out)
 
 
 def _group_selections(stmts: list[_Stmt]) -> list[_Stmt]:

@@ -37,7 +37,10 @@ def assert_same(got, want, path: str = "result", python_numbers_may_differ: bool
     if want is None or isinstance(want, (str, bytes)):
         assert got == want, f"{path}: {got!r} != {want!r}"
         return
-    if lenient and type(want) in (int, float) and np.asarray(got).dtype.kind in "iuf":
+    # (and a float32 scalar Python computed from one: where the function also returns from inside a graph
+    # loop, the merged return value is float64, transpile/README.md's known limits)
+    widened = type(want) is np.float32 and np.asarray(got).dtype == np.float64
+    if lenient and (type(want) in (int, float) or widened) and np.asarray(got).dtype.kind in "iuf":
         np.testing.assert_allclose(np.float64(got), want, rtol=1e-6, atol=1e-7, err_msg=path)
         return
     w, g = np.asarray(want), np.asarray(got)

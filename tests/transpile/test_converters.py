@@ -230,7 +230,7 @@ CASES = {
             def if_false():
                 z = -x
                 return z
-            z = ag.if_stmt(x > 0, if_true, if_false, (), ('z',))
+            z = ag.if_stmt(x > 0, if_true, if_false, (), ('z',), facts=ag.IfFacts(line=3, true=ag.BranchFacts(line=4, assigned={'z': 5}), false=ag.BranchFacts(line=7, assigned={'z': 7})))
             return z
         """),
     "loops_while": ((loops,), """
@@ -253,7 +253,7 @@ CASES = {
                 s = s + t
                 i = i + 1
                 return i, s
-            i, s = ag.while_stmt(loop_test, loop_body, (i, s), ('i', 's'))
+            i, s = ag.while_stmt(loop_test, loop_body, (i, s), ('i', 's'), facts=ag.LoopFacts(line=5, body_line=6))
             return s
         """),
     "loops_for": ((loops,), """
@@ -270,13 +270,13 @@ CASES = {
             def loop_body(v, s):
                 s = s + v
                 return s
-            s = ag.for_stmt(xs, loop_body, (s,), ('s',))
+            s = ag.for_stmt(xs, loop_body, (s,), ('s',), facts=ag.LoopFacts(line=4, body_line=5))
             last = ag.Undefined('last')
             def loop_body_2(itr, last):
                 i, v = itr
                 last = v
                 return last
-            last = ag.for_stmt(enumerate(xs), loop_body_2, (last,), ('last',))
+            last = ag.for_stmt(enumerate(xs), loop_body_2, (last,), ('last',), facts=ag.LoopFacts(line=6, body_line=7))
             return s, last
         """),
     "conditional_expressions": ((conditional_expressions,), """

@@ -484,3 +484,12 @@ def test_python_and_numpy_scalars_beside_float32_arrays_on_either_side():
         return (ones * x, x * ones, np.float32(2) * x, x + np.float32(0.5), ones + k, k * ones,
                 np.float64(2.0) * ones, ones * np.int64(3))
     assert_like_python(f, (1.5, 3))
+
+
+def test_a_counter_times_a_python_float_stays_a_python_number_beside_float32():
+    def f(x, n):
+        s = 0
+        for i in range(n):
+            s += 1
+        return x + s * 0.5, s * 0.5
+    assert_like_python(f, (np.ones(3, np.float32), 3), (np.ones(2, np.float32), 1))

@@ -34,8 +34,7 @@ def train(w, x, y, lr, max_steps):
         loss = np.mean((x @ w - y) ** 2)
         step += 1
         return loss, step, w
-    loss, step, w = ag.while_stmt(loop_test, loop_body, (loss, step, w), (
-        'loss', 'step', 'w'))
+    loss, step, w = ag.while_stmt(loop_test, loop_body, (loss, step, w), ('loss', 'step', 'w'), facts=ag.LoopFacts(line=15, body_line=16))
     return w, loss, step
 '''
 
@@ -65,11 +64,9 @@ def first_negative(x):
 
         def if_false(do_return, retval):
             return do_return, retval
-        do_return, retval = ag.if_stmt(v < 0, if_true, if_false, (do_return,
-            retval), ('do_return', 'retval'))
+        do_return, retval = ag.if_stmt(v < 0, if_true, if_false, (do_return, retval), ('do_return', 'retval'), facts=ag.IfFacts(line=44, true=ag.BranchFacts(line=45, assigned={'do_return': 45, 'retval': 45}), false=ag.BranchFacts(line=44), has_else=False, return_vars=('retval',)))
         return do_return, retval
-    do_return, retval = ag.for_stmt(ag.enumerate(x), loop_body, (do_return,
-        retval), ('do_return', 'retval'), loop_test)
+    do_return, retval = ag.for_stmt(ag.enumerate(x), loop_body, (do_return, retval), ('do_return', 'retval'), loop_test, facts=ag.LoopFacts(line=43, body_line=44, return_vars=('retval',)))
 
     def if_true_2(retval):
         retval = -1
@@ -77,8 +74,7 @@ def first_negative(x):
 
     def if_false_2(retval):
         return retval
-    retval = ag.if_stmt(ag.not_(do_return), if_true_2, if_false_2, (retval,
-        ), ('retval',))
+    retval = ag.if_stmt(ag.not_(do_return), if_true_2, if_false_2, (retval,), ('retval',), facts=ag.IfFacts(line=46, true=ag.BranchFacts(line=46, assigned={'retval': 46}), false=ag.BranchFacts(line=46), has_else=False, return_vars=('retval',)))
     return retval
 '''
 

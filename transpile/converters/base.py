@@ -21,7 +21,6 @@ class Context:
     fn_closure: dict = field(default_factory=dict)  # free variable -> value at conversion time
     generated: set = field(default_factory=set)     # variables converters introduce (flags, retval)
     return_vars: set = field(default_factory=set)   # ... of which these hold return values
-    metadata: dict = field(default_factory=dict)    # generated function name -> facts for error messages
 
     def error(self, message: str, node=None) -> ConversionError:
         return ConversionError(message, self.filename, getattr(node, "lineno", None))

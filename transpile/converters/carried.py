@@ -114,7 +114,7 @@ def names_tuple(vs: list[Var]):
 
 
 def function(ctx: Context, fn_name: str, params: list[str], param_vars: list[Var], body: list, returns,
-             origin, meta: dict | None = None) -> gast.FunctionDef:
+             origin) -> gast.FunctionDef:
     """`def <fn_name>(params): <preamble> <body> return <returns>` located at `origin`."""
     body = [s for s in body if not isinstance(s, gast.Pass)]
     stmts = preamble(param_vars) + body
@@ -125,17 +125,29 @@ def function(ctx: Context, fn_name: str, params: list[str], param_vars: list[Var
     fn = A.function_def(fn_name, params, stmts)
     A.locate(fn, origin)
     anno.set_anno(fn, GENERATED_FN, True)
-    ctx.metadata[fn_name] = dict(meta or {}, line=getattr(origin, "lineno", None),
-                                 return_vars=frozenset(ctx.return_vars))
     return fn
+
+
+def facts(ctx: Context, record: str, defaults: dict, **fields):
+    """`ag.<record>(field=..., ...)`: what the operators are told about a loop or `if` (operators/facts.py),
+    written into the generated call; fields equal to their `defaults` are left out."""
+    return ctx.ag_call(record, keywords=[A.keyword(k, v if isinstance(v, gast.AST) else A.literal(v))
+                                         for k, v in fields.items() if k not in defaults or defaults[k] != v])
+
+
+def return_vars(ctx: Context) -> tuple[str, ...]:
+    """The names of the generated variables that hold the function's return value."""
+    return tuple(sorted(ctx.return_vars))
 
 
 def undefined_inits(vs: list[Var], node, ctx: Context) -> list:
     """`x = ag.Undefined('x')` for carried names that no path has assigned yet."""
-    maybe = {q.name for q in anno.get_anno(node, anno.MAYBE_DEFINED_BEFORE, frozenset())}
+    # membership of each carried name, not the set of every name defined before (a long function's
+    # names at each of its conds: quadratic in its length)
+    maybe = anno.get_anno(node, anno.MAYBE_DEFINED_BEFORE, frozenset())
     out = []
     for v in vs:
-        if v.kind == "composite" or v.text in maybe:
+        if v.kind == "composite" or QN(v.text) in maybe:
             continue
         out.append(A.locate(A.assign(A.name(v.text, gast.Store()),
                                      ctx.ag_call("Undefined", [A.const(v.text)])), node))

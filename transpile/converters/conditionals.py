@@ -28,7 +28,7 @@ class Conditionals(Converter):
         def if_false():
             z = -x
             return z
-        z = ag.if_stmt(x > 0, if_true, if_false, (), ('z',))
+        z = ag.if_stmt(x > 0, if_true, if_false, (), ('z',), facts=ag.IfFacts(line=1, ...))
 
     `if_stmt` runs one branch when the test is a Python value and builds a
     graph `cond` when it is a tensor.
@@ -53,12 +53,28 @@ class Conditionals(Converter):
     def visit_ClassDef(self, node):
         return node
 
+    def _facts(self, node, lines: tuple[int, int], outs):
+        """`ag.IfFacts(...)` for the `if` statement `node` (its branches converted; `lines`: where they
+        start, the `if`'s own for a missing else; `outs`: the variables it assigns, whose first
+        assignments an error may name)."""
+        names = {v.text for v in outs}
+
+        def branch(stmts, line):
+            first = carried.first_assignments(stmts)
+            return carried.facts(self.ctx, "BranchFacts", {"assigned": {}}, line=line,
+                                 assigned={k: first[k] for k in sorted(first) if k in names})
+        return carried.facts(self.ctx, "IfFacts", {"has_else": True, "return_vars": ()}, line=node.lineno,
+                             true=branch(node.body, lines[0]), false=branch(node.orelse, lines[1]),
+                             has_else=bool(node.orelse), return_vars=carried.return_vars(self.ctx))
+
     def visit_If(self, node):
         body_scope = anno.get_anno(node, anno.BODY_SCOPE)
         orelse_scope = anno.get_anno(node, anno.ORELSE_SCOPE)
         live_in = anno.get_anno(node, anno.LIVE_IN, frozenset())
         live_out = anno.get_anno(node, anno.LIVE_OUT, frozenset())
         t_name, f_name = self.ctx.namer.new("if_true"), self.ctx.namer.new("if_false")
+        # where each branch starts (a nested `if`, converted already, puts its defs first)
+        lines = (min(s.lineno for s in node.body), min(s.lineno for s in node.orelse) if node.orelse else node.lineno)
         node = self.generic_visit(node)
         scope = self.scopes[-1]
         assigned_by_test = carried.test_effects(node)  # a walrus in the test
@@ -68,18 +84,11 @@ class Conditionals(Converter):
         ins = [v for v in outs if v.qn in live_in or v.qn in assigned_by_test]
         returns = carried.values_expr(outs) if outs else None
         orelse_origin = node.orelse[0] if node.orelse else node
-        meta_common = {"kind": "if", "if_line": node.lineno}
-        t_fn = carried.function(self.ctx, t_name, [v.param for v in ins], ins, node.body, returns,
-                          node.body[0], dict(meta_common, branch="true",
-                                             assigned=carried.first_assignments(node.body)))
+        t_fn = carried.function(self.ctx, t_name, [v.param for v in ins], ins, node.body, returns, node.body[0])
         f_fn = carried.function(self.ctx, f_name, [v.param for v in ins], ins, node.orelse,
-                          carried.values_expr(outs) if outs else None, orelse_origin,
-                          dict(meta_common, branch="false", has_else=bool(node.orelse),
-                               assigned=carried.first_assignments(node.orelse)))
-        args = [node.test, A.name(t_fn.name), A.name(f_fn.name)]
-        if outs or ins:
-            args += [carried.state_tuple(ins), carried.names_tuple(outs)]
-        call = self.ctx.ag_call("if_stmt", args)
+                                carried.values_expr(outs) if outs else None, orelse_origin)
+        args = [node.test, A.name(t_fn.name), A.name(f_fn.name), carried.state_tuple(ins), carried.names_tuple(outs)]
+        call = self.ctx.ag_call("if_stmt", args, [A.keyword("facts", self._facts(node, lines, outs))])
         stmt = A.assign(carried.targets_expr(outs), call) if outs else A.expr_stmt(call)
         A.locate(stmt, node)
         stmt.end_lineno, stmt.end_col_offset = node.lineno, node.test.end_col_offset

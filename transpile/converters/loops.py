@@ -66,7 +66,7 @@ class Loops(Converter):
             s = s + t
             i = i + 1
             return i, s
-        i, s = ag.while_stmt(loop_test, loop_body, (i, s), ('i', 's'))
+        i, s = ag.while_stmt(loop_test, loop_body, (i, s), ('i', 's'), facts=ag.LoopFacts(line=1, body_line=2))
 
     A `for` loop's body takes the item first; a `break` flag becomes its
     `loop_test`::
@@ -74,7 +74,7 @@ class Loops(Converter):
         for v in xs:                 def loop_body(v, s):
             s = s + v        ->          s = s + v
                                          return s
-                                     s = ag.for_stmt(xs, loop_body, (s,), ('s',))
+                                     s = ag.for_stmt(xs, loop_body, (s,), ('s',), facts=...)
     """
 
     statements_only = True
@@ -110,22 +110,26 @@ class Loops(Converter):
         stmt.end_lineno = node.lineno
         return stmt
 
+    def _facts(self, node, body_line: int):
+        """`ag.LoopFacts(...)` for the loop `node` (its body converted; `body_line` its first statement's)."""
+        return carried.facts(self.ctx, "LoopFacts", {"appends": (), "resizes": (), "return_vars": ()},
+                             line=node.lineno, body_line=body_line,
+                             appends=tuple(_appended(node.body, self.ctx)),
+                             resizes=tuple(_resized(node.body, self.ctx)), return_vars=carried.return_vars(self.ctx))
+
     def visit_While(self, node):
         vs_before = self._state(node, carried.test_effects(node))
         test_name, body_name = self.ctx.namer.new("loop_test"), self.ctx.namer.new("loop_body")
+        body_line = min(s.lineno for s in node.body)  # (an `if` in it is converted already: its defs come first)
         node = self.generic_visit(node)
         vs = vs_before
         params = [v.param for v in vs]
-        meta = {"kind": "while", "loop_line": node.lineno, "appends": _appended(node.body, self.ctx),
-                "resizes": _resized(node.body, self.ctx)}
-        test_fn = carried.function(self.ctx, test_name, params, vs, [], node.test, node, meta)
+        test_fn = carried.function(self.ctx, test_name, params, vs, [], node.test, node)
         body_fn = carried.function(self.ctx, body_name, params, vs, node.body,
-                             carried.values_expr(vs) if vs else None, node.body[0],
-                             dict(meta, assigned=carried.first_assignments(node.body)))
-        args = [A.name(test_fn.name), A.name(body_fn.name)]
-        if vs:
-            args += [carried.state_tuple(vs), carried.names_tuple(vs)]
-        stmt = self._finish(node, self.ctx.ag_call("while_stmt", args), vs)
+                                   carried.values_expr(vs) if vs else None, node.body[0])
+        args = [A.name(test_fn.name), A.name(body_fn.name), carried.state_tuple(vs), carried.names_tuple(vs)]
+        call = self.ctx.ag_call("while_stmt", args, [A.keyword("facts", self._facts(node, body_line))])
+        stmt = self._finish(node, call, vs)
         return carried.undefined_inits(vs, node, self.ctx) + [test_fn, body_fn, stmt]
 
     def visit_For(self, node):
@@ -133,6 +137,7 @@ class Loops(Converter):
         extra_test = anno.get_anno(node, EXTRA_TEST)
         test_name = self.ctx.namer.new("loop_test") if extra_test is not None else None
         body_name = self.ctx.namer.new("loop_body")
+        body_line = min(s.lineno for s in node.body)  # (an `if` in it is converted already: its defs come first)
         node = self.generic_visit(node)
         if extra_test is not None:
             extra_test = self.visit(extra_test)
@@ -145,21 +150,17 @@ class Loops(Converter):
         else:
             item = self.ctx.namer.new("itr")
             body.insert(0, A.locate(A.assign(A.with_ctx(target, gast.Store()), A.name(item)), target))
-        meta = {"kind": "for", "loop_line": node.lineno, "appends": _appended(node.body, self.ctx),
-                "resizes": _resized(node.body, self.ctx)}
         fns = []
         body_fn = carried.function(self.ctx, body_name, [item] + params, vs, body,
-                             carried.values_expr(vs) if vs else None, node.body[0],
-                             dict(meta, assigned=carried.first_assignments(node.body)))
-        args = [node.iter, A.name(body_fn.name)]
-        if vs or extra_test is not None:
-            args += [carried.state_tuple(vs), carried.names_tuple(vs)]
+                                   carried.values_expr(vs) if vs else None, node.body[0])
+        args = [node.iter, A.name(body_fn.name), carried.state_tuple(vs), carried.names_tuple(vs)]
         if extra_test is not None:
-            test_fn = carried.function(self.ctx, test_name, params, vs, [], extra_test, node, meta)
+            test_fn = carried.function(self.ctx, test_name, params, vs, [], extra_test, node)
             fns.append(test_fn)
             args.append(A.name(test_fn.name))
         fns.append(body_fn)
-        stmt = self._finish(node, self.ctx.ag_call("for_stmt", args), vs)
+        call = self.ctx.ag_call("for_stmt", args, [A.keyword("facts", self._facts(node, body_line))])
+        stmt = self._finish(node, call, vs)
         return carried.undefined_inits(vs, node, self.ctx) + fns + [stmt]
 
 

@@ -70,8 +70,14 @@ class Scope:
 
     @property
     def cell_vars(self) -> set[str]:
-        """Locals of this function that nested functions capture."""
-        return self.captured & self.local_names()
+        """Locals of this function that nested functions capture (each captured name looked up: the
+        converters ask at every cond and loop, and a long function's locals are many)."""
+        return {name for name in self.captured if self._is_local(name)}
+
+    def _is_local(self, name: str) -> bool:
+        q = QN(name)
+        return (q in self.modified or q in self.bound or q in self.params) and name not in self.globals \
+            and name not in self.nonlocals
 
     def free_names(self) -> set[str]:
         """Simple names this scope reads or writes that belong to an enclosing scope."""

@@ -126,7 +126,24 @@ def _describe_holder(ref, array, frame_locals: dict) -> str | None:
         name = _container_name(ref, frame_locals)
         if name is not None:
             return f"an item of {name}"
-    return None
+        return None
+    return _attribute_holder(ref, array)
+
+
+_OWN_PACKAGES = ("transpile", "graph", "exec", "grad", "dist")
+
+
+def _attribute_holder(obj, array) -> str | None:
+    """`obj`'s attributes that hold `array`, for a user's object whose attributes Python keeps without a
+    materialized `__dict__` (3.11's inline values: the collector then shows the object itself, not its
+    dict, as the array's referrer); None for this library's own objects and for other referrers."""
+    if isinstance(obj, (type, types.ModuleType)) or type(obj).__module__.split(".")[0] in _OWN_PACKAGES:
+        return None
+    attrs = getattr(obj, "__dict__", None)
+    keys = [k for k, v in attrs.items() if v is array] if isinstance(attrs, dict) else []
+    if not keys:
+        return None
+    return ", ".join(f"attribute '{k}'" for k in keys) + f" of a {type(obj).__name__} object"
 
 
 def _dict_owner(d: dict):

@@ -19,11 +19,13 @@ import graph.ops.numpy_random
 from graph.logs import get_logger
 from graph.node import Tensor
 from transpile import conversion
+from transpile.code_cache import CodeMap
 from transpile.converters.call_trees import is_library_object
 from transpile.errors import ConversionError
 from transpile.operators.arrays import NEW_ARRAY_FUNCTIONS, new_array
 from transpile.operators.conditionals import if_exp, if_stmt
 from transpile.operators.data_structures import TensorList, list_append, set_attribute_item, set_item
+from transpile.operators.facts import BranchFacts, IfFacts, LoopFacts
 from transpile.operators.formatting import fmt, format_, format_method, fstr, join, percent, repr_, str_
 from transpile.operators.graph_lists import GraphList
 from transpile.operators.iterables import enumerate_, range_, zip_
@@ -51,8 +53,9 @@ from transpile.operators.values import Undefined, ld, to_global, undefined_retur
 _MAX_RECURSION = 48
 logger = get_logger(__name__)
 
-# conversions per code object, and their instances per function (with its globals, defaults, closure)
-_conversions: dict = {}
+# conversions per code object (by identity, while it lives: code_cache.py), and their instances per
+# function (with its globals, defaults, closure)
+_conversions: CodeMap[conversion.Converted] = CodeMap()
 _instances: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
 _cache_lock = threading.RLock()
 
@@ -198,6 +201,7 @@ def _call_unconverted(f, error, args, kwargs):
 # tensor-aware version under the builtin's own name: `len(x)` becomes `ag.len(x)`).
 ag_namespace = types.SimpleNamespace(
     if_stmt=if_stmt, if_exp=if_exp, while_stmt=while_stmt, for_stmt=for_stmt,
+    IfFacts=IfFacts, BranchFacts=BranchFacts, LoopFacts=LoopFacts,
     and_=and_, or_=or_, not_=not_,
     Undefined=Undefined, undefined_return=undefined_return, ld=ld, to_global=to_global,
     list_append=list_append, append_at=append_at, set_item=set_item, set_attribute_item=set_attribute_item,

@@ -7,8 +7,8 @@ branches of a cond, or once for every iteration of a loop, they would leave
 the objects with the last branch's or the first iteration's values. So a cond
 traces each branch from the state before it and returns the values the
 branches leave in those places as extra outputs; a loop carries them as
-extra loop variables. They are found while the construct is traced: each one
-found rebuilds it (a Retry), carrying it from then on.
+extra loop variables. They are found while the construct is traced: the
+construct is then built again, carrying them from then on (`settle`).
 """
 from __future__ import annotations
 
@@ -20,11 +20,8 @@ from transpile.operators.arrays import (
     written_since,
 )
 from transpile.operators.leaves import convert_leaf, describe, is_convertible
-from transpile.operators.staging import Retry, StagingError
+from transpile.operators.staging import StagingError
 from transpile.operators.trace_state import trace_state
-
-# the key under which a graph cond or loop learns, from a Retry, the places its branches or body write
-WRITTEN = "written state"
 
 _ABSENT = object()
 
@@ -94,16 +91,18 @@ class CarriedWrites:
     """The places made before a graph cond or loop that its branches or body write (see the module
     docstring): learned while tracing them, carried as extra outputs or loop variables."""
 
-    def __init__(self, token):
-        self.token = token
+    def __init__(self):
         self.slots: list = []
+        self.found: list = []   # places written that the construct does not carry yet
 
-    def learn(self, changes: dict) -> bool:
-        """Takes the places named in a Retry's changes; whether it named any."""
-        new = changes.get(WRITTEN)
-        if new:
-            self.slots.extend(new)
-        return bool(new)
+    def settle(self) -> bool:
+        """Carries the places found written from now on; whether there were any (then the construct is
+        built again)."""
+        if not self.found:
+            return False
+        self.slots.extend(self.found)
+        self.found = []
+        return True
 
     def contents(self) -> tuple:
         """The places' values now, as tensors (before the construct: a loop's initial values)."""
@@ -130,9 +129,8 @@ class CarriedWrites:
                 now = vars(obj)
                 new.extend(_AttributeSlot(obj, name) for name in {*now, *was}
                            if now.get(name, _ABSENT) is not was.get(name, _ABSENT))
-            new = [slot for slot in new if not any(slot.same(known) for known in self.slots)]
-            if new:
-                raise Retry(self.token, {WRITTEN: new})
+            self.found.extend(slot for slot in new
+                              if not any(slot.same(known) for known in (*self.slots, *self.found)))
             return out, self.contents()
         finally:
             undo_writes(mark)

@@ -2,22 +2,38 @@
 cond outputs, and restored to the variable's form after the cond."""
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 import graph
 from graph import nest
 from graph.errors import SourceLocation
+from transpile.operators.carry import (
+    DROPPED,
+    AsLists,
+    AsMaybe,
+    AsPlaceholder,
+    AsValue,
+    CondMode,
+    Dropped,
+    WithGraphLists,
+)
 from transpile.operators.data_structures import array_of, as_tensor_list, learn_elements
 from transpile.operators.encoding import (
     LIST_HANDLE,
+    as_graph_lists,
     builder_paths,
     list_paths,
     replace_at,
+    resized_paths,
     spec_of,
     stand_in,
     value_at,
+    with_graph_list,
     zeros_like_spec,
 )
+from transpile.operators.facts import IfFacts, variable_label
 from transpile.operators.leaves import (
     cast_leaves,
     describe,
@@ -28,19 +44,10 @@ from transpile.operators.leaves import (
     is_weak,
     leaf_dtype,
     same_leaves,
-    variable_label,
 )
-from transpile.operators.staging import Promote, StagingError, learn_weak_numbers_first, warn_at_user_line
+from transpile.operators.staging import StagingError, request_weak_numbers_first, warn_at_user_line
 from transpile.operators.trace_state import trace_state
 from transpile.operators.values import MaybeDefined, PartiallyDefined, Undefined, UndefinedReturn, one_sided_message
-
-# A mode says how a variable's value in one branch becomes a cond output:
-#   ("drop",)                  not an output: the variable keeps a value decided while tracing
-#   ("value", dtypes)          its leaves as tensors of these dtypes (None: a non-numeric leaf, restored after)
-#   ("zeros", spec)            a placeholder of this spec (the branch raised or has not returned yet)
-#   ("maybe", dtypes)          a MaybeDefined of leaves of these dtypes
-#   ("lists", dtypes, paths)   as "value", with the lists at these paths (see encoding.list_paths) as TensorArrays
-DROP = ("drop",)
 
 
 class Raised:
@@ -51,81 +58,109 @@ class Raised:
         self.location = location
 
 
-def as_is(value) -> tuple:
+def as_is(value) -> CondMode:
     """The mode under which a value is passed through a cond unchanged."""
     if isinstance(value, Undefined):
-        return DROP
+        return DROPPED
     if isinstance(value, MaybeDefined):
-        return ("maybe", [leaf_dtype(x) if is_numeric(x) else None for x in nest.flatten(value.value)])
+        return AsMaybe(tuple(leaf_dtype(x) if is_numeric(x) else None for x in nest.flatten(value.value)))
     if is_composite(value):
-        return ("value", [graph.dtypes.variant] * len(value._flat_tensors()))
-    return ("value", [leaf_dtype(x) if is_numeric(x) else None for x in nest.flatten(value)])
+        return AsValue((graph.dtypes.variant,) * len(value._flat_tensors()))
+    return AsValue(tuple(leaf_dtype(x) if is_numeric(x) else None for x in nest.flatten(value)))
 
 
-def _as_is_keeping_lists(value) -> tuple:
-    """Like as_is, but lists built by graph loops (stacked tensors) leave the cond as lists."""
+def _as_is_keeping_lists(value) -> CondMode:
+    """Like as_is, but lists built by graph loops leave the cond as lists."""
     paths = tuple(builder_paths(value)) if not isinstance(value, (MaybeDefined, Undefined)) else ()
     if not paths:
         return as_is(value)
     flat = nest.flatten(stand_in(value, paths))
-    return ("lists", [graph.dtypes.variant if x is LIST_HANDLE else (leaf_dtype(x) if is_numeric(x) else None)
-                      for x in flat], paths)
+    return AsLists(tuple(graph.dtypes.variant if x is LIST_HANDLE else (leaf_dtype(x) if is_numeric(x) else None)
+                         for x in flat), paths)
 
 
-def plan(t, f, name, meta_t, meta_f) -> tuple:
-    """How one variable leaves a graph cond: (true mode, false mode, kept value or None).
+@dataclass(frozen=True)
+class CondPlan:
+    """How one variable leaves a graph cond: its mode in each branch, and (both modes Dropped) the
+    value it keeps."""
 
-    `t` and `f` are its values at the end of the true and false branch (a
-    Raised where the branch raised); `meta_t` and `meta_f` the branch
-    functions' metadata, for error messages.
-    """
+    true: CondMode
+    false: CondMode
+    kept: object = None
+
+
+def plan(t, f, name, facts: IfFacts) -> CondPlan:
+    """How one variable leaves a graph cond, from its values `t` and `f` at the end of the true and false
+    branch (a Raised where the branch raised); `facts` are the `if`'s (for errors),
+    for error messages."""
     if t is f or same_leaves(t, f):
-        return DROP, DROP, t
-    t_raised, f_raised = isinstance(t, Raised), isinstance(f, Raised)
-    if t_raised or f_raised:
-        other = f if t_raised else t
-        if (t_raised and f_raised) or isinstance(other, Undefined) or not has_graph_values(other) \
-                and not is_convertible(other):
-            return DROP, DROP, (Undefined(name) if t_raised and f_raised else other)
-        inner = other.value if isinstance(other, MaybeDefined) else other
-        zeros, mode = ("zeros", spec_of(inner)), _as_is_keeping_lists(other)
-        return (zeros, mode, None) if t_raised else (mode, zeros, None)
-    t_undef, f_undef = isinstance(t, Undefined), isinstance(f, Undefined)
-    if t_undef and f_undef:
-        return DROP, DROP, (f if isinstance(f, PartiallyDefined) and not isinstance(t, PartiallyDefined) else t)
-    if t_undef or f_undef:
-        u, d, defined = (t, f, "false") if t_undef else (f, t, "true")
-        if type(u) is UndefinedReturn and not isinstance(d, MaybeDefined):
-            zeros, mode = ("zeros", spec_of(d)), _as_is_keeping_lists(d)
-            return (zeros, mode, None) if t_undef else (mode, zeros, None)
-        if isinstance(d, PartiallyDefined):
-            return DROP, DROP, d
-        like = d.value if isinstance(d, MaybeDefined) else d
-        m_def, m_other = (meta_f, meta_t) if t_undef else (meta_t, meta_f)
-        message = one_sided_message(name, defined, m_def, m_other, meta_t.get("if_line"), meta_t.get("filename"))
-        conditions = trace_state().conditions
-        return DROP, DROP, PartiallyDefined(name, like, message, conditions[-1] if conditions else None)
+        return CondPlan(DROPPED, DROPPED, t)
+    if isinstance(t, Raised) or isinstance(f, Raised):
+        return _plan_raised(t, f, name)
+    if isinstance(t, Undefined) or isinstance(f, Undefined):
+        return _plan_undefined(t, f, name, facts)
     _unify_arrays(t, f)
     if isinstance(t, MaybeDefined) or isinstance(f, MaybeDefined):
         tv = t.value if isinstance(t, MaybeDefined) else t
         fv = f.value if isinstance(f, MaybeDefined) else f
-        mode = ("maybe", _merged_dtypes(tv, fv, name, meta_t, meta_f))
-        return mode, mode, None
+        mode = AsMaybe(tuple(_merged_dtypes(tv, fv, name, facts)))
+        return CondPlan(mode, mode)
+    resized = tuple(resized_paths(t, f))
+    if resized:
+        # planned with the GraphList on both sides; each branch's lists become GraphLists first
+        for p in resized:
+            t, f = with_graph_list(t, f, p.path)
+        inner = plan(t, f, name, facts)
+        if inner.true == DROPPED:  # (the same GraphList now on both sides: the branches still differ)
+            inner = CondPlan(as_is(t), as_is(t))
+        return CondPlan(WithGraphLists(inner.true, resized), WithGraphLists(inner.false, resized))
     paths = tuple(list_paths(t, f))
     if not paths and is_composite(t) and is_composite(f) and type(t) is type(f):
-        mode = ("value", [graph.dtypes.variant] * len(t._flat_tensors()))
-        return mode, mode, None
+        mode = AsValue((graph.dtypes.variant,) * len(t._flat_tensors()))
+        return CondPlan(mode, mode)
     frame = trace_state().innermost_loop()
-    if frame is not None and frame.promotable and any(
-            isinstance(value_at(t, p), list) and isinstance(value_at(f, p), list) for p, *_ in paths):
-        raise Promote(frame.token)  # the list can grow in a graph loop instead
+    python_lists = any(isinstance(value_at(t, p.path), list) and isinstance(value_at(f, p.path), list)
+                       for p in paths)
+    if frame is not None and frame.promotable and (python_lists or _grown_list(t, f) or _grown_list(f, t)):
+        frame.promote = True  # the list can grow in a graph loop instead: this iteration is abandoned
+        return CondPlan(DROPPED, DROPPED, t)
     if paths:
         # lists a graph loop built (TensorArrays) facing Python lists or other built lists: all become
         # TensorArrays inside their branch, merged into one list each
-        mode = ("lists", _merged_dtypes(stand_in(t, paths), stand_in(f, paths), name, meta_t, meta_f), paths)
-        return mode, mode, None
-    mode = ("value", _merged_dtypes(t, f, name, meta_t, meta_f))
-    return mode, mode, None
+        mode = AsLists(tuple(_merged_dtypes(stand_in(t, paths), stand_in(f, paths), name, facts)), paths)
+        return CondPlan(mode, mode)
+    mode = AsValue(tuple(_merged_dtypes(t, f, name, facts)))
+    return CondPlan(mode, mode)
+
+
+def _plan_raised(t, f, name) -> CondPlan:
+    """A variable of a cond whose branch raised (or both did)."""
+    t_raised, f_raised = isinstance(t, Raised), isinstance(f, Raised)
+    other = f if t_raised else t
+    if (t_raised and f_raised) or isinstance(other, Undefined) or not has_graph_values(other) \
+            and not is_convertible(other):
+        return CondPlan(DROPPED, DROPPED, Undefined(name) if t_raised and f_raised else other)
+    inner = other.value if isinstance(other, MaybeDefined) else other
+    placeholder, mode = AsPlaceholder(spec_of(inner)), _as_is_keeping_lists(other)
+    return CondPlan(placeholder, mode) if t_raised else CondPlan(mode, placeholder)
+
+
+def _plan_undefined(t, f, name, facts) -> CondPlan:
+    """A variable one branch (or both) leaves undefined."""
+    t_undef, f_undef = isinstance(t, Undefined), isinstance(f, Undefined)
+    if t_undef and f_undef:
+        return CondPlan(DROPPED, DROPPED, f if isinstance(f, PartiallyDefined) and not isinstance(t, PartiallyDefined)
+                        else t)
+    u, d, defined = (t, f, "false") if t_undef else (f, t, "true")
+    if type(u) is UndefinedReturn and not isinstance(d, MaybeDefined):
+        placeholder, mode = AsPlaceholder(spec_of(d)), _as_is_keeping_lists(d)
+        return CondPlan(placeholder, mode) if t_undef else CondPlan(mode, placeholder)
+    if isinstance(d, PartiallyDefined):
+        return CondPlan(DROPPED, DROPPED, d)
+    like = d.value if isinstance(d, MaybeDefined) else d
+    message = one_sided_message(name, defined, facts)
+    conditions = trace_state().conditions
+    return CondPlan(DROPPED, DROPPED, PartiallyDefined(name, like, message, conditions[-1] if conditions else None))
 
 
 def _unify_arrays(t, f) -> None:
@@ -147,23 +182,20 @@ def _unify_arrays(t, f) -> None:
             _unify_arrays(x, y)
 
 
-def _branch_where(meta_t, meta_f):
-    lt, lf = meta_t.get("line"), meta_f.get("line")
+def _branch_where(facts: IfFacts):
+    lt, lf = facts.true.line, facts.false.line
     return (f" in the true branch (line {lt})" if lt else " in the true branch",
             f" in the false branch (line {lf})" if lf else " in the false branch")
 
 
-def _merged_dtypes(t, f, name, meta_t, meta_f) -> list:
+def _merged_dtypes(t, f, name, facts) -> list:
     """One dtype per leaf for a variable whose branches give it values `t` and `f` (an error where
     their structures or kinds differ)."""
-    label = variable_label(name, meta_t)
-    in_t, in_f = _branch_where(meta_t, meta_f)
-    if_at = f" of the `if` at {meta_t.get('filename')}:{meta_t.get('if_line')}" if meta_t.get("if_line") else ""
+    label = variable_label(name, facts.return_vars)
+    in_t, in_f = _branch_where(facts)
+    if_at = f" of the `if`{facts.at}" if facts.at else ""
     if not nest.same_structure(t, f) or is_composite(t) != is_composite(f):
         if _grown_list(t, f) or _grown_list(f, t):
-            frame = trace_state().innermost_loop()
-            if frame is not None and frame.promotable:
-                raise Promote(frame.token)
             raise StagingError(f"{label} is appended to in one branch only{if_at} ({describe(t)}{in_t}, "
                                f"{describe(f)}{in_f}); under a graph-tensor condition that needs a graph loop, "
                                "where the list becomes a TensorArray: put it in a loop over a tensor (or over "
@@ -213,7 +245,8 @@ def _join_dtypes(da, db, weak_a, weak_b, label, in_a, in_b, where):
     joined = np.result_type(da, db)
     if weak_a and weak_b:
         return joined
-    learn_weak_numbers_first()  # a side may be a Python number an enclosing loop carries at its default dtype
+    if request_weak_numbers_first():
+        return joined  # a side may be a Python number an enclosing loop carries at its default dtype: it is built again
     if da.kind == "b" or db.kind == "b":
         raise StagingError(f"{label} has dtype {da}{in_a} and {db}{in_b}{where}; cast one of them so that "
                            "both agree")
@@ -221,26 +254,28 @@ def _join_dtypes(da, db, weak_a, weak_b, label, in_a, in_b, where):
     return joined
 
 
-def encode(value, mode, name):
+def encode(value, mode: CondMode, name: str):
     """A branch's value of one variable, as the graph cond returns it (None: not returned)."""
-    kind = mode[0]
-    if kind == "drop":
-        return None
-    if kind == "zeros":
-        return zeros_like_spec(mode[1], variable_label(name, {}))
-    if kind == "lists":
-        for path, dtype, element_shape, _ in mode[2]:
-            value = replace_at(value, path, lambda v: as_tensor_list(v, dtype, element_shape, name))
-        return cast_leaves(value, mode[1])
-    if kind == "maybe":
-        if isinstance(value, MaybeDefined):
-            inner, flag, where = value.value, value.defined, value.where
-        else:
-            inner, flag, where = value, graph.constant(True), ""
-        return MaybeDefined(name, cast_leaves(inner, mode[1]), flag, where)
+    match mode:
+        case Dropped():
+            return None
+        case AsPlaceholder(spec=spec):
+            return zeros_like_spec(spec, variable_label(name))
+        case WithGraphLists(inner=inner, lists=lists):
+            return encode(as_graph_lists(value, lists, name), inner, name)
+        case AsLists(dtypes=dtypes, lists=lists):
+            for p in lists:
+                value = replace_at(value, p.path, lambda v, p=p: as_tensor_list(v, p.dtype, p.element_shape, name))
+            return cast_leaves(value, list(dtypes))
+        case AsMaybe(dtypes=dtypes):
+            if isinstance(value, MaybeDefined):
+                inner, flag, where = value.value, value.defined, value.where
+            else:
+                inner, flag, where = value, graph.constant(True), ""
+            return MaybeDefined(name, cast_leaves(inner, list(dtypes)), flag, where)
     if is_composite(value):
         return value
-    return cast_leaves(value, mode[1])
+    return cast_leaves(value, list(mode.dtypes))
 
 
 def restore(merged, original):
@@ -257,12 +292,3 @@ def restore(merged, original):
         return original if merged is None else merged
     leaves = [o if m is None else m for m, o in zip(nest.flatten(merged), nest.flatten(original), strict=True)]
     return nest.pack_as(merged, leaves)
-
-
-def mode_key(mode):
-    """A mode with dtypes as strings: `np.dtype("float64") == None` is True, so dtypes do not compare."""
-    if isinstance(mode, (list, tuple)):
-        return tuple(mode_key(m) for m in mode)
-    if isinstance(mode, np.dtype) or mode is graph.dtypes.variant:
-        return ("dtype", str(mode))
-    return mode

@@ -3,6 +3,7 @@ a graph cond when it is a tensor."""
 from __future__ import annotations
 
 import dis
+from dataclasses import dataclass, field
 
 import graph
 from graph.errors import SourceLocation
@@ -10,11 +11,22 @@ from graph.node import Tensor
 from transpile import conversion
 from transpile.errors import UncatchableError
 from transpile.operators.carried_state import CarriedWrites
-from transpile.operators.cond_outputs import DROP, Raised, as_is, encode, mode_key, plan, restore
+from transpile.operators.carry import DROPPED, AsLists, WithGraphLists
+from transpile.operators.cond_outputs import Raised, as_is, encode, plan, restore
 from transpile.operators.data_structures import list_truth, stacked_list
-from transpile.operators.encoding import fresh_containers, pack_result, replace_at, stand_in, unpack_outputs
+from transpile.operators.encoding import (
+    fresh_containers,
+    pack_result,
+    replace_at,
+    spec_of,
+    stand_in,
+    unpack_outputs,
+    value_at,
+    zeros_like_spec,
+)
+from transpile.operators.facts import NO_IF_FACTS, IfFacts
 from transpile.operators.leaves import is_tensor, mark_weak
-from transpile.operators.staging import Retry, StagingError, anchor_effects, build_until_settled, predicate
+from transpile.operators.staging import Rebuild, StagingError, anchor_effects, build_until_settled, predicate
 from transpile.operators.trace_state import note_conditions, trace_state
 from transpile.operators.uncatchable import refuse_if_caught
 from transpile.operators.values import ConditionallyDefinedError, Undefined
@@ -42,7 +54,7 @@ def _staged_raise(raised: Raised) -> None:
     g.create_node("Assert", [graph.constant(False)], {"message": msg}, name="raise", source=raised.location)
 
 
-def graph_cond(pred: Tensor, true_fn, false_fn, state, names, what: str):
+def graph_cond(pred: Tensor, true_fn, false_fn, state, names, what: str, facts: IfFacts = NO_IF_FACTS):
     """Builds a graph cond for `if pred: state = true_fn(*state) else: state = false_fn(*state)`.
 
     Both branches are traced; their values are compared variable by variable
@@ -52,93 +64,11 @@ def graph_cond(pred: Tensor, true_fn, false_fn, state, names, what: str):
     a cond whose branches write numpy arrays made before it (MutableArrays): it
     is built again with their contents as extra outputs.
     """
-    g = graph.get_default_graph()
-    anchor_effects(g)
-    meta_t, meta_f = conversion.metadata_for(true_fn), conversion.metadata_for(false_fn)
-    hints: dict[int, tuple] = {}  # variable index -> the true branch's mode, learned from the false branch
-    token = object()
-    written = CarriedWrites(token)  # arrays made before the cond that the branches write: extra outputs
-
-    def build():
-        raw: dict = {}
-        used: dict[int, tuple] = {}
-        plans: list = []
-
-        def run(side, fn):
-            try:
-                outs = unpack_outputs(fn(*fresh_containers(state)), names)
-            except Exception as exc:
-                location = _user_raise_location(exc)
-                refuse_if_caught(exc, f"only when the graph takes that branch of {what}", location)
-                if location is None:
-                    raise
-                outs = Raised(exc, location)
-                _staged_raise(outs)
-            raw[side] = outs
-            return outs
-
-        def with_writes(outputs):
-            out, contents = written.traced(outputs)
-            return out + contents
-
-        def true_outputs():
-            outs = run("true", true_fn)
-            result = []
-            for i in range(len(names)):
-                value = outs if isinstance(outs, Raised) else outs[i]
-                mode = hints.get(i) or (DROP if isinstance(outs, Raised) else as_is(value))
-                used[i] = mode
-                result.append(encode(value, mode, names[i]))
-            return tuple(result)
-
-        def false_outputs():
-            outs = run("false", false_fn)
-            t_outs = raw["true"]
-            for i, name in enumerate(names):
-                t = t_outs if isinstance(t_outs, Raised) else t_outs[i]
-                f = outs if isinstance(outs, Raised) else outs[i]
-                plans.append(plan(t, f, name, meta_t, meta_f))
-            wanted = {i: p[0] for i, p in enumerate(plans)}
-            if any(mode_key(wanted[i]) != mode_key(used[i]) for i in range(len(names))):
-                raise Retry(token, wanted)
-            return tuple(encode(outs if isinstance(outs, Raised) else outs[i], p[1], names[i])
-                         for i, p in enumerate(plans))
-
-        merged = graph.cond(pred, lambda: with_writes(true_outputs), lambda: with_writes(false_outputs))
-        written.write(merged[len(names):])
-        results = []
-        t_outs = raw["true"]
-        for i, (t_mode, f_mode, kept) in enumerate(plans):
-            if t_mode == DROP:
-                results.append(kept)
-            else:
-                original = t_outs[i] if not isinstance(t_outs, Raised) else raw["false"][i]
-                lists = t_mode if t_mode[0] == "lists" else f_mode if f_mode[0] == "lists" else None
-                if lists is not None:
-                    if isinstance(original, Undefined) and not isinstance(raw["false"], Raised):
-                        original = raw["false"][i]
-                    value = restore(merged[i], stand_in(original, lists[2]))
-                    for path, _, _, stack in lists[2]:
-                        if stack:  # outside its loops, a built list reads as a tensor
-                            value = replace_at(value, path, stacked_list)
-                else:
-                    value = restore(merged[i], original)
-                    if not isinstance(raw["false"], Raised) and not isinstance(t_outs, Raised):
-                        mark_weak(value, t_outs[i], raw["false"][i])   # Python numbers on both sides
-                results.append(value)
-        return pack_result(results, names)
-
-    def adjust(changes: dict) -> None:
-        if written.learn(changes):
-            return
-        hints.clear()
-        hints.update(changes)
-
+    tracer = CondTracer(pred, true_fn, false_fn, tuple(state), tuple(names), what, facts)
     conditions = trace_state().conditions
     conditions.append(pred)
     try:
-        return build_until_settled(build, adjust, token,
-                                   f"could not build the graph cond for {what}: its branches kept changing")
+        return tracer.run()
     except (StagingError, ConditionallyDefinedError) as e:
         note_conditions(e, reversed(conditions))
         raise
@@ -149,7 +79,120 @@ def graph_cond(pred: Tensor, true_fn, false_fn, state, names, what: str):
         conditions.pop()
 
 
-def if_stmt(test, if_true, if_false, state=(), names=()):
+@dataclass
+class _Branches:
+    """One attempt at the cond: what each branch gave, the modes the true branch was encoded in, the plans."""
+
+    raw: dict = field(default_factory=dict)        # "true"/"false" -> the branch's values (or a Raised)
+    used: dict = field(default_factory=dict)       # variable index -> the mode the true branch used
+    plans: list = field(default_factory=list)      # per variable: cond_outputs.CondPlan
+    wanted: dict = field(default_factory=dict)     # variable index -> the true branch's mode, where it differs
+
+
+class CondTracer:
+    """Builds one graph cond (see graph_cond)."""
+
+    def __init__(self, pred, true_fn, false_fn, state: tuple, names: tuple, what: str, facts: IfFacts):
+        self.pred, self.true_fn, self.false_fn = pred, true_fn, false_fn
+        self.state, self.names, self.what, self.facts = state, names, what, facts
+        self.hints: dict = {}  # variable index -> the true branch's mode, learned from the false branch
+        self.written = CarriedWrites()  # arrays made before the cond that the branches write: extra outputs
+
+    def run(self):
+        anchor_effects(graph.get_default_graph())
+        return build_until_settled(self._build, self._adjust,
+                                   f"could not build the graph cond for {self.what}: its branches kept changing")
+
+    def _adjust(self, changes: dict) -> None:
+        if self.written.settle() and not changes:
+            return
+        self.hints = dict(changes)
+
+    def _build(self):
+        b = _Branches()
+        merged = graph.cond(self.pred, lambda: self._with_writes(lambda: self._true_outputs(b)),
+                            lambda: self._with_writes(lambda: self._false_outputs(b)))
+        if b.wanted or self.written.found:
+            return Rebuild(b.wanted)
+        self.written.write(merged[len(self.names):])
+        return pack_result([self._result(b, i, merged[i]) for i in range(len(self.names))], self.names)
+
+    def _with_writes(self, outputs):
+        out, contents = self.written.traced(outputs)
+        return out + contents
+
+    def _run(self, b: _Branches, side: str, fn):
+        try:
+            outs = unpack_outputs(fn(*fresh_containers(self.state)), self.names)
+        except Exception as exc:
+            location = _user_raise_location(exc)
+            refuse_if_caught(exc, f"only when the graph takes that branch of {self.what}", location)
+            if location is None:
+                raise
+            outs = Raised(exc, location)
+            _staged_raise(outs)
+        b.raw[side] = outs
+        return outs
+
+    def _true_outputs(self, b: _Branches) -> tuple:
+        outs = self._run(b, "true", self.true_fn)
+        result = []
+        for i, name in enumerate(self.names):
+            value = outs if isinstance(outs, Raised) else outs[i]
+            mode = self.hints.get(i) or (DROPPED if isinstance(outs, Raised) else as_is(value))
+            b.used[i] = mode
+            result.append(encode(value, mode, name))
+        return tuple(result)
+
+    def _false_outputs(self, b: _Branches) -> tuple:
+        """The false branch's outputs; where the plans want the true branch encoded otherwise, placeholders
+        like its outputs (the cond is built to completion, then again)."""
+        outs = self._run(b, "false", self.false_fn)
+        t_outs = b.raw["true"]
+        for i, name in enumerate(self.names):
+            t = t_outs if isinstance(t_outs, Raised) else t_outs[i]
+            f = outs if isinstance(outs, Raised) else outs[i]
+            b.plans.append(plan(t, f, name, self.facts))
+        if any(p.true.key() != b.used[i].key() for i, p in enumerate(b.plans)):
+            b.wanted = {i: p.true for i, p in enumerate(b.plans)}
+            return tuple(encode(_value_of(t_outs, i), b.used[i], name) if b.used[i] == DROPPED
+                         else zeros_like_spec(spec_of(encode(_value_of(t_outs, i), b.used[i], name)), name, exact=True)
+                         for i, name in enumerate(self.names))
+        return tuple(encode(_value_of(outs, i), p.false, self.names[i]) for i, p in enumerate(b.plans))
+
+    def _result(self, b: _Branches, i: int, merged):
+        """Variable `i`'s value after the cond, from the merged output."""
+        p = b.plans[i]
+        if p.true == DROPPED:
+            return p.kept
+        t_outs, f_outs = b.raw["true"], b.raw["false"]
+        original = t_outs[i] if not isinstance(t_outs, Raised) else f_outs[i]
+        true_mode, false_mode, resized = p.true, p.false, ()
+        if isinstance(true_mode, WithGraphLists):  # lists one branch resized: GraphLists in the merged value
+            true_mode, false_mode, resized = true_mode.inner, false_mode.inner, true_mode.lists
+        for r in resized:
+            original = replace_at(original, r.path, lambda _, r=r: value_at(merged, r.path))
+        lists = true_mode if isinstance(true_mode, AsLists) else false_mode if isinstance(false_mode, AsLists) \
+            else None
+        if lists is None:
+            value = restore(merged, original)
+            if not isinstance(f_outs, Raised) and not isinstance(t_outs, Raised):
+                mark_weak(value, t_outs[i], f_outs[i])   # Python numbers on both sides
+            return value
+        if isinstance(original, Undefined) and not isinstance(f_outs, Raised):
+            original = f_outs[i]
+        value = restore(merged, stand_in(original, lists.lists))
+        for path in lists.lists:
+            if path.stack_after:  # outside its loops, a built list is a list of its stacked items
+                value = replace_at(value, path.path, stacked_list)
+        return value
+
+
+def _value_of(outs, i: int):
+    return outs if isinstance(outs, Raised) else outs[i]
+
+
+def if_stmt(test, if_true, if_false, state=(), names=(), facts: IfFacts = NO_IF_FACTS):
     """Runs one branch, and returns the variables it assigns::
 
         if test:
@@ -164,9 +207,9 @@ def if_stmt(test, if_true, if_false, state=(), names=()):
     if not is_tensor(test):
         out = if_true(*state) if test else if_false(*state)
         return out
-    meta = conversion.metadata_for(if_true)
-    what = f"the `if` at {meta.get('filename')}:{meta.get('if_line')}" if meta else "an `if`"
-    return graph_cond(predicate(test, what), if_true, if_false, tuple(state), tuple(names), what)
+    facts = facts.in_file(if_true)
+    what = f"the `if`{facts.at}" if facts.at else "an `if`"
+    return graph_cond(predicate(test, what), if_true, if_false, tuple(state), tuple(names), what, facts)
 
 
 def if_exp(test, if_true, if_false):

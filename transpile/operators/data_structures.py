@@ -9,54 +9,11 @@ from graph import nest
 from graph.errors import GraphError
 from graph.node import Tensor
 from transpile.operators.arrays import MutableArray, set_array_item
+from transpile.operators.carry import Appended, ElementInference, ElementProbe
 from transpile.operators.graph_lists import GraphList
 from transpile.operators.leaves import describe, is_tensor, is_weak, leaf_dtype, weak_type
-from transpile.operators.staging import Retry, StagingError
+from transpile.operators.staging import StagingError
 from transpile.operators.trace_state import trace_state
-
-
-class ElementsUnknown(BaseException):
-    """A list built in a graph loop is read before anything was appended to it while the loop is traced:
-    the loop that carries it infers the element dtype from its appends and is built again (never seen
-    by user code; a BaseException, so that user code's `except Exception` cannot swallow it)."""
-
-    def __init__(self, spec):
-        super().__init__("internal: infer a list's element dtype from its appends")
-        self.spec = spec
-
-
-class ElementProbe:
-    """One attempt at building the graph loop that carries a list read before its first append.
-
-    The reads see stand-in elements of dtype `guess`; an append of a value computed from a
-    stand-in records its dtype here instead of writing it, so that a guess never decides the
-    element dtype when another append (of a value that does not depend on the guess) does.
-    """
-
-    def __init__(self, guess):
-        self.guess = guess
-        self.stand_ins: set = set()   # nodes of the stand-in elements
-        self.appended: list = []      # dtypes of the appended values computed from stand-ins
-
-    def stand_in(self) -> Tensor:
-        t = graph.placeholder(self.guess, None, name="element_before_first_append")
-        self.stand_ins.add(t.node)
-        return t
-
-    def depends_on_stand_ins(self, value) -> bool:
-        todo = [t.node for t in nest.flatten(value) if isinstance(t, Tensor)]
-        seen = set()
-        while todo:
-            node = todo.pop()
-            if node in self.stand_ins:
-                return True
-            if node in seen:
-                continue
-            seen.add(node)
-            todo.extend(t.node for t in node.inputs)
-            todo.extend(node.control_inputs)
-        return False
-
 
 NO_ITEMS = type("NoItems", (), {"__repr__": lambda self: "NO_ITEMS", "__slots__": ()})()
 
@@ -118,8 +75,11 @@ class TensorList:
     def _element_before_first_append(self) -> Tensor:
         if self.probe is not None:
             return self.probe.stand_in()
-        if any(not frame.promotable for frame in trace_state().loops):
-            raise ElementsUnknown(self.array._spec)  # a graph loop being traced infers the dtype
+        for frame in reversed(trace_state().loops):
+            index = frame.list_specs.get(id(self.array._spec))
+            if index is not None:  # the graph loop carrying it learns the dtype from its appends
+                frame.request({index: Appended(ElementInference())})
+                return graph.placeholder(np.float64, None, name="element_before_first_append")
         raise StagingError(f"list '{self.array._spec.name}' is read before anything is appended to it, so the "
                            "dtype of its elements is unknown; append to it before reading it")
 
@@ -252,8 +212,8 @@ def list_append(target, value):
         return grown if isinstance(target, TensorList) else stacked_list(grown)
     if isinstance(target, list):
         frame = trace_state().innermost_loop()
-        if frame is not None and id(target) in frame.lists:
-            raise Retry(frame.token, {frame.lists[id(target)]: ("accumulate",)})
+        if frame is not None and id(target) in frame.lists:  # the graph loop carries it as a TensorList
+            frame.request({frame.lists[id(target)]: Appended()})
     target.append(value)
     return target
 

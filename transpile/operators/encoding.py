@@ -11,10 +11,13 @@ import numpy as np
 import graph
 from graph import nest
 from graph.node import Tensor
+from graph.ops.strings import STRING
 from transpile.operators.arrays import frozen
+from transpile.operators.carry import LeafSpec, ListPath, ResizedPath, Spec
 from transpile.operators.data_structures import TensorList, empty_array_like, list_builder
 from transpile.operators.graph_lists import GraphList
 from transpile.operators.leaves import (
+    convert_leaf,
     is_composite,
     is_convertible,
     is_flat_numeric_list,
@@ -50,71 +53,60 @@ def fresh_containers(values) -> tuple:
 
 # --------------------------------------------------------------------------- specs and placeholders
 
-class Spec:
-    """The structure, dtypes and shapes of a value (compared without touching its tensors)."""
-
-    __slots__ = ("structure", "leaves")
-
-    def __init__(self, structure, leaves):
-        self.structure, self.leaves = structure, leaves
-
-    def __eq__(self, other):
-        return isinstance(other, Spec) and self.leaves == other.leaves and \
-            nest.same_structure(self.structure, other.structure)
-
-    __hash__ = None
-
-    def __iter__(self):
-        return iter((self.structure, self.leaves))
-
-
 def spec_of(value) -> Spec:
     """(structure, [(dtype, shape)]) of a value, for placeholders of the same kind (its arrays' contents
     as they are now: the structure outlives the branch or body it is taken in)."""
     value = frozen(value)
-    leaves = []
-    for leaf in nest.flatten(value):
-        if isinstance(leaf, Tensor):
-            leaves.append((leaf.dtype, leaf.shape))
-        elif getattr(leaf, "is_variable", False):
-            leaves.append((np.dtype(leaf.dtype), tuple(leaf.shape)))
-        elif is_tensor(leaf):
-            t = graph.convert(leaf)
-            leaves.append((t.dtype, t.shape))
-        else:
-            arr = np.asarray(leaf)
-            leaves.append((arr.dtype, arr.shape))
-    return Spec(value, leaves)
+    return Spec(value, tuple(_leaf_spec(leaf) for leaf in nest.flatten(value)))
 
 
-def zeros_like_spec(spec: Spec, what: str):
+def _leaf_spec(leaf) -> LeafSpec:
+    if isinstance(leaf, Tensor):
+        return LeafSpec(leaf.dtype, leaf.shape)
+    if getattr(leaf, "is_variable", False):
+        return LeafSpec(np.dtype(leaf.dtype), tuple(leaf.shape))
+    if is_tensor(leaf):
+        t = graph.convert(leaf)
+        return LeafSpec(t.dtype, t.shape)
+    arr = np.asarray(leaf)
+    return LeafSpec(arr.dtype, arr.shape)
+
+
+def zeros_like_spec(spec: Spec, what: str, exact: bool = False):
     """A placeholder with the spec's structure, dtypes and shapes: zeros, and empty arrays.
 
     It stands for a value on a path that does not define it (`what` names the
-    value in errors).
+    value in errors). A list a graph loop built is an empty TensorList of its
+    items (what the defined path's list becomes in a cond), unless `exact`:
+    then each GraphList stays one, for a placeholder that must have exactly
+    the structure of a value already encoded.
     """
-    return _placeholder(spec.structure, what)
+    return _placeholder(spec.structure, what, exact)
 
 
-def _placeholder(value, what: str):
+def _placeholder(value, what: str, exact: bool = False):
+    if isinstance(value, GraphList) and (exact or value.builder is None):
+        return GraphList.from_list([], what, like=value.spec)   # an empty list of the same items
     builder = list_builder(value)
     if builder is not None:  # a list a graph loop built: an empty list of the same elements
         return TensorList(empty_array_like(builder.array))
     if isinstance(value, graph.TensorArray):
         return empty_array_like(value)
     if isinstance(value, MaybeDefined):
-        return MaybeDefined(value.name, _placeholder(value.value, what), graph.constant(False), value.where)
+        return MaybeDefined(value.name, _placeholder(value.value, what, exact), graph.constant(False), value.where)
     if is_composite(value):
         raise StagingError(f"{what} holds a {type(value).__name__}, which has no placeholder value; give it a "
                            "value before the loop or branch")
     if isinstance(value, (list, tuple, dict)):
-        return nest.pack_as(value, [_placeholder(v, what) for v in nest.flatten(value)]) \
-            if not any(is_composite(v) for v in _children(value)) else _rebuild(value, what)
+        return nest.pack_as(value, [_placeholder(v, what, exact) for v in nest.flatten(value)]) \
+            if not any(is_composite(v) for v in _children(value)) else _rebuild(value, what, exact)
     if value is None:
         return None
     if not is_numeric(value):
         return value
     dtype = leaf_dtype(value)
+    if dtype == STRING:  # a str, or a graph string: the empty text
+        return convert_leaf("")
     shape = value.shape if isinstance(value, Tensor) else np.shape(value)
     dims = () if shape is None else tuple(0 if d is None else d for d in shape)
     return graph.constant(np.zeros(dims, dtype))
@@ -124,11 +116,42 @@ def _children(value):
     return value.values() if isinstance(value, dict) else value
 
 
-def _rebuild(value, what):
+def _rebuild(value, what, exact: bool):
     if isinstance(value, dict):
-        return type(value)((k, _placeholder(v, what)) for k, v in value.items())
-    items = [_placeholder(v, what) for v in value]
+        return type(value)((k, _placeholder(v, what, exact)) for k, v in value.items())
+    items = [_placeholder(v, what, exact) for v in value]
     return type(value)(*items) if hasattr(type(value), "_fields") else type(value)(items)
+
+
+def resized_paths(t, f, path=()):
+    """ResizedPaths of the lists that one value holds resized (a GraphList without a builder: a graph loop
+    resized it) and the other a Python list (one branch of a cond, or a loop variable before the loop), at any depth of the variable."""
+    if isinstance(t, GraphList) != isinstance(f, GraphList):
+        resized, other = (t, f) if isinstance(t, GraphList) else (f, t)
+        if resized.builder is None and isinstance(other, list):  # (appended lists: list_paths)
+            yield ResizedPath(path, resized.spec)
+        return
+    if isinstance(t, dict) and isinstance(f, dict) and t.keys() == f.keys():
+        for k in t:
+            yield from resized_paths(t[k], f[k], path + (k,))
+    elif isinstance(t, (list, tuple)) and isinstance(f, (list, tuple)) and type(t) is type(f) \
+            and len(t) == len(f):
+        for k, (a, b) in enumerate(zip(t, f)):
+            yield from resized_paths(a, b, path + (k,))
+
+
+def with_graph_list(t, f, path: tuple):
+    """`t` and `f` with the GraphList one of them has at `path` on both sides (for planning only)."""
+    a, b = value_at(t, path), value_at(f, path)
+    resized = a if isinstance(a, GraphList) else b
+    return replace_at(t, path, lambda _: resized), replace_at(f, path, lambda _: resized)
+
+
+def as_graph_lists(value, lists, name: str):
+    """`value` with the Python lists at `lists` (ResizedPaths) made GraphLists of their items."""
+    for p in lists:
+        value = replace_at(value, p.path, lambda v, p=p: GraphList.from_list(v, name, like=p.items))
+    return value
 
 
 # --------------------------------------------------------------------------- lists that cross as TensorArrays
@@ -147,22 +170,23 @@ LIST_HANDLE = object()  # the one leaf of a ListSlot
 
 
 def list_paths(t, f, path=()):
-    """(path, dtype, element_shape, stack after) of each list that must leave a cond (or a loop body,
-    `t` its value before and `f` after) as a TensorArray."""
+    """A ListPath for each list that must leave a cond (or a loop body, `t` its value before and `f`
+    after) as a TensorArray."""
     tb, fb = list_builder(t), list_builder(f)
     if tb is not None or fb is not None:
         if isinstance(t, TensorList) and isinstance(f, TensorList):
             return
         if all(b is not None or (isinstance(v, list) and is_convertible(v)) for v, b in ((t, tb), (f, fb))):
             like = next((b.array for b in (tb, fb) if b is not None and b.array.dtype is not None), (tb or fb).array)
-            yield path, like.dtype, like.element_shape, not (isinstance(t, TensorList) or isinstance(f, TensorList))
+            yield ListPath(path, like.dtype, like.element_shape,
+                           not (isinstance(t, TensorList) or isinstance(f, TensorList)))
         return
     if isinstance(t, list) and isinstance(f, list) and len(t) != len(f) and is_flat_numeric_list(t) \
             and is_flat_numeric_list(f):
         # a Python list that grows in one branch only (e.g. in a loop run in Python there)
         first = (t or f)[0]
         shape = first.shape if isinstance(first, Tensor) else np.shape(first)
-        yield path, leaf_dtype(first), shape, True
+        yield ListPath(path, leaf_dtype(first), shape, True)
         return
     if isinstance(t, dict) and isinstance(f, dict) and set(t) == set(f):
         for k in t:
@@ -177,7 +201,7 @@ def builder_paths(value, path=()):
     if isinstance(value, GraphList):
         builder = list_builder(value)
         if builder is not None:
-            yield path, builder.array.dtype, builder.array.element_shape, True
+            yield ListPath(path, builder.array.dtype, builder.array.element_shape, True)
     elif isinstance(value, dict):
         for k, v in value.items():
             yield from builder_paths(v, path + (k,))
@@ -204,18 +228,20 @@ def insert_at(value, path, item):
     return replace_at(value, path[:1], lambda inner: insert_at(inner, path[1:], item))
 
 
-def added_keys(before, after, path=()):
-    """(path, value) of each dict key that `after` has and `before` lacks, in dicts at the same place
+def added_keys(before, after, path=()) -> dict:
+    """{path: value} of each dict key that `after` has and `before` lacks, in dicts at the same place
     in both (nested in dicts, lists and tuples)."""
+    found: dict = {}
     if isinstance(before, dict) and isinstance(after, dict) and set(before) <= set(after):
         for k, v in after.items():
             if k in before:
-                yield from added_keys(before[k], v, path + (k,))
+                found.update(added_keys(before[k], v, path + (k,)))
             else:
-                yield path + (k,), v
+                found[path + (k,)] = v
     elif isinstance(before, (list, tuple)) and type(before) is type(after) and len(before) == len(after):
         for i, (a, b) in enumerate(zip(before, after)):
-            yield from added_keys(a, b, path + (i,))
+            found.update(added_keys(a, b, path + (i,)))
+    return found
 
 
 def value_at(value, path):
@@ -226,7 +252,7 @@ def value_at(value, path):
 
 
 def stand_in(value, paths):
-    """`value` with a ListSlot at each path (as `list_paths` gives them)."""
-    for path, *_ in paths:
-        value = replace_at(value, path, lambda v: ListSlot())
+    """`value` with a ListSlot at each ListPath's place."""
+    for p in paths:
+        value = replace_at(value, p.path, lambda v: ListSlot())
     return value

@@ -128,7 +128,8 @@ class GraphList:
 
     # -- changing it: each method replaces the stack, as Python's changes the list --------------------
     def append(self, value) -> None:
-        self.items = graph.concat([self.items, graph.expand_dims(self._fit(value), 0)], 0)
+        item = self._fit(value)  # first: the first item of a guessed list sets its items' dtype
+        self.items = graph.concat([self.items, graph.expand_dims(item, 0)], 0)
 
     def extend(self, values) -> None:
         if isinstance(values, GraphList):
@@ -136,7 +137,7 @@ class GraphList:
         elif isinstance(values, (list, tuple)):
             if not values:
                 return
-            more = graph.stack([self._fit(v) for v in values])
+            more = graph.stack([self._fit(v) for v in values])  # (before self.items is read, as in append)
         else:
             more = graph.cast(graph.convert(values), self.items.dtype)
         self.items = graph.concat([self.items, more], 0)

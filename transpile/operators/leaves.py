@@ -48,6 +48,7 @@ def weak_type(x):
 # elementwise ops whose result is a Python number when their operands are (`s * 0.5`, `min(s, 1.0)`)
 _NUMBER_OPS = frozenset({"Add", "AddV2", "Sub", "Mul", "RealDiv", "Div", "FloorDiv", "FloorMod", "Mod", "Pow",
                          "Maximum", "Minimum", "Neg", "Abs", "Identity", "PythonRound"})
+_PYTHON_DTYPES = frozenset({np.dtype(np.float64), np.dtype(np.int64), np.dtype(np.bool_)})
 
 
 def _tensor_weak_type(t: Tensor, marked: dict, budget: int):
@@ -57,7 +58,10 @@ def _tensor_weak_type(t: Tensor, marked: dict, budget: int):
     if entry is not None and entry[0] is t:
         return entry[1]
     node = t.node
-    if budget <= 0 or node.op not in _NUMBER_OPS or not node.inputs or not isinstance(t.dtype, np.dtype):
+    if budget <= 0 or not node.inputs or not isinstance(t.dtype, np.dtype):
+        return None
+    # a Cast to a Python number's own dtype is the promotion of `s * 0.5` (s an int): a Python float
+    if node.op not in _NUMBER_OPS and not (node.op == "Cast" and t.dtype in _PYTHON_DTYPES):
         return None
     types = []
     for i in node.inputs:
@@ -186,15 +190,6 @@ def describe(v) -> str:
     if v is None:
         return "None"
     return f"a {type(v).__name__}"
-
-
-def variable_label(name: str, meta: dict) -> str:
-    """A carried variable as an error message names it (`meta`: the generated function's metadata)."""
-    if name in meta.get("return_vars", ()):
-        return "the return value"
-    if name.startswith("<"):  # the value of an expression, e.g. "<the conditional expression>"
-        return name[1:-1]
-    return f"variable '{name}'"
 
 
 _conversion.WEAK_TYPE_HOOKS.append(weak_type)   # graph ops give such tensors numpy's weak-scalar dtypes

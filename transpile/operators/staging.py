@@ -3,6 +3,7 @@ cond or loop until what it learns settles, graph conditions, effect order and wa
 from __future__ import annotations
 
 import warnings
+from dataclasses import dataclass
 from typing import Callable, TypeVar
 
 import numpy as np
@@ -22,57 +23,43 @@ class StagingError(GraphError):
     """Converted code asked for something graph control flow cannot express."""
 
 
-class Retry(BaseException):
-    """Rebuild one cond or loop with adjusted inputs (never seen by user code).
+@dataclass(frozen=True)
+class Rebuild:
+    """What an attempt at building a cond or loop learned must change before it is built again."""
 
-    A BaseException, so that user code's `except Exception` in a branch or loop
-    body being traced cannot swallow it.
-    """
-
-    def __init__(self, token, changes: dict):
-        super().__init__("internal: rebuild a graph construct")
-        self.token = token
-        self.changes = changes
+    changes: dict
 
 
-class Promote(BaseException):
-    """Rebuild the innermost Python loop as a graph loop (never seen by user code)."""
-
-    def __init__(self, token):
-        super().__init__("internal: make a Python loop a graph loop")
-        self.token = token
-
-
-def learn_weak_numbers_first() -> None:
-    """Before a dtype conflict met in a graph loop body is reported: raises Retry for the innermost
-    graph loop being traced whose Python-number variables' dtypes are not learned yet, so that it is
-    built again with them traced as numbers (carried at their default dtype, `s = 0` is an int64
-    where Python's 0 would take a float's dtype). Returns when there is none."""
+def request_weak_numbers_first() -> bool:
+    """Before a dtype conflict met in a graph loop body is reported: asks the innermost graph loop being
+    traced whose Python-number variables' dtypes are not learned yet to be built again with them traced
+    as numbers (carried at their default dtype, `s = 0` is an int64 where Python's 0 would take a
+    float's dtype). Whether one was asked: the conflict may go away then, and is not reported now."""
     for frame in reversed(trace_state().loops):
         if frame.weak_probes:
-            raise Retry(frame.token, dict(frame.weak_probes))
+            frame.request(dict(frame.weak_probes))
+            return True
+    return False
 
 
-def build_until_settled(build: Callable[[], T], adjust: Callable[[dict], None], token, failure: str) -> T:
-    """`build()` a cond or loop into the default graph, rebuilding it while it asks to.
+def build_until_settled(attempt: Callable[[], T], adjust: Callable[[dict], None], failure: str) -> T:
+    """`attempt()` to build a cond or loop into the default graph, again while it asks to.
 
     Tracing a branch or a loop body can show that the construct was started
     with the wrong inputs (a placeholder, a dtype, a list that must be a
-    TensorArray): the tracer raises `Retry(token, changes)`. The graph is then
-    rolled back to before the attempt, `adjust(changes)` records what was
-    learned, and the construct is built again. `failure` is the error's message
-    when it does not settle within MAX_ATTEMPTS.
+    TensorArray): the attempt then returns a `Rebuild` of what must change.
+    The graph is rolled back to before the attempt, `adjust(changes)` records
+    what was learned, and the construct is built again. `failure` is the
+    error's message when it does not settle within MAX_ATTEMPTS.
     """
     g = graph.get_default_graph()
     for _ in range(MAX_ATTEMPTS):
         checkpoint = g.checkpoint()
-        try:
-            return build()
-        except Retry as r:
-            if r.token is not token:
-                raise
-            g.rollback(checkpoint)
-            adjust(r.changes)
+        outcome = attempt()
+        if not isinstance(outcome, Rebuild):
+            return outcome
+        g.rollback(checkpoint)
+        adjust(outcome.changes)
     raise StagingError(failure)
 
 
@@ -123,8 +110,10 @@ _warning_registry: dict = {}
 
 def warn_at_user_line(message: str) -> None:
     """A UserWarning attributed to the user's line that is being traced (not to this package); none
-    while building code that is thrown away (`trace_state.trial_build`)."""
-    if trace_state().trial_builds:
+    while building code that is thrown away (`trace_state.trial_build`, or a loop that will be built
+    again)."""
+    state = trace_state()
+    if state.trial_builds or state.rebuild_pending():
         return
     loc = user_location()
     if loc is None:

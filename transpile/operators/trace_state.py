@@ -16,6 +16,7 @@ only per-thread state of this package.
 """
 from __future__ import annotations
 
+import contextlib
 import threading
 from dataclasses import dataclass, field
 
@@ -24,12 +25,17 @@ from transpile.errors import UncatchableError
 
 @dataclass(eq=False, slots=True)
 class LoopFrame:
-    """A loop being traced: a graph loop's body (with the Python lists it carries, for
-    list.append), or a Python loop that could become a graph loop (`promotable`).
+    """A loop being traced: a graph loop's body (with the Python lists it carries, for list.append), or a
+    Python loop that could become a graph loop (`promotable`).
 
-    `weak_probes` are the changes that make the graph loop trace its variables that hold Python
-    numbers as numbers, while their dtype is not learned yet (empty once it is): a dtype conflict
-    in its body may come from one of them being carried at its default dtype.
+    Code nested in the body that learns that the loop must be built differently records it here
+    (`request`), and the loop's tracer builds it again once the body is traced: `requests` are changes
+    of the loop's variables' modes (loop_vars), `promote` asks a Python loop to become a graph loop.
+    `weak_probes` are the changes that make the graph loop trace its variables that hold Python numbers
+    as numbers, while their dtype is not learned yet (empty once it is): a dtype conflict in its body may
+    come from one of them being carried at its default dtype. `list_specs` maps the spec of each list the
+    loop carries as a TensorList to its variable's index: a read of one before its first append asks for
+    its element dtype to be inferred.
     """
 
     token: object
@@ -37,6 +43,13 @@ class LoopFrame:
     promotable: bool = False
     staged: bool = False  # a graph loop's body, not a loop running in Python
     weak_probes: dict = field(default_factory=dict)
+    list_specs: dict = field(default_factory=dict)  # id(TensorArray spec) -> index of the loop variable
+    requests: dict = field(default_factory=dict)
+    promote: bool = False
+
+    def request(self, changes: dict) -> None:
+        """Asks for the loop to be built again with these changes of its variables' modes."""
+        self.requests.update(changes)
 
 
 @dataclass(eq=False, slots=True)
@@ -55,6 +68,24 @@ class TraceState:
 
     def innermost_loop(self) -> LoopFrame | None:
         return self.loops[-1] if self.loops else None
+
+    @contextlib.contextmanager
+    def capturing(self, capture):
+        """Inside: a trace is built that reads and writes the Python state through `capture` (a
+        captured_state.StateCapture), with a journal of array writes of its own; the trace that was
+        being built (one function traced while another is) gets its own back after."""
+        outer = self.captures, self.writes, self.loops, self.conditions
+        # (the loops and conds being built are this trace's own: none of an outer trace's, and none that
+        # an error left behind, waits on it)
+        self.captures, self.writes, self.loops, self.conditions = capture, [], [], []
+        try:
+            yield capture
+        finally:
+            self.captures, self.writes, self.loops, self.conditions = outer
+
+    def rebuild_pending(self) -> bool:
+        """Whether a loop being traced will be built again (what is built meanwhile is thrown away)."""
+        return any(frame.requests or frame.promote for frame in self.loops)
 
 
 _per_thread = threading.local()

@@ -74,18 +74,18 @@ class ConditionallyDefinedError(NameError):
     """A variable is read after a graph `cond` that assigns it in one branch only."""
 
 
-def one_sided_message(name: str, defined: str, meta_defined: dict, meta_other: dict, if_line, filename) -> str:
-    """Names the variable, the `if` and both branch lines, and says how to fix it."""
+def one_sided_message(name: str, defined: str, facts) -> str:
+    """Names the variable, the `if` and both branch lines, and says how to fix it (`facts`: the `if`'s
+    IfFacts)."""
     other = "false" if defined == "true" else "true"
-    line = meta_defined.get("assigned", {}).get(name)
+    line = facts.branch(defined).assigned.get(name)
     assigned_at = f" (line {line})" if line else ""
-    where_if = f" at {filename}:{if_line}" if filename and if_line else ""
-    if other == "false" and not meta_other.get("has_else", True):
+    if other == "false" and not facts.has_else:
         missing = "and the `if` has no else branch"
     else:
-        other_line = meta_other.get("line")
+        other_line = facts.branch(other).line
         missing = f"but not in the {other} branch" + (f" (line {other_line})" if other_line else "")
-    return (f"variable '{name}' is assigned in the {defined} branch of the `if`{where_if}{assigned_at} {missing}; "
+    return (f"variable '{name}' is assigned in the {defined} branch of the `if`{facts.at}{assigned_at} {missing}; "
             f"its condition is a graph tensor, so after the if '{name}' has a value only when the graph "
             f"takes the {defined} branch. Give '{name}' a value before the if (e.g. `{name} = 0`, with the "
             f"dtype it needs) or assign it in both branches")

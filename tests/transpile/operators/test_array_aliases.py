@@ -52,14 +52,8 @@ def _write_alone(x):
     return a
 
 
-_ATTRIBUTE_MISSED = ("an attribute of an object made in the converted function (`box.held = a`) is not found "
-                     "as another reference: the write goes into a copy and `box.held` silently keeps the old "
-                     "contents ([0, 2, 4] where Python gives [0, 1.5, 4])")
-
-
 @pytest.mark.parametrize("fn, named", [(_write_with_an_alias, "variable 'b'"),
-                                       pytest.param(_write_with_an_attribute, "attribute 'held' of a _Box object",
-                                                    marks=pytest.mark.xfail(strict=True, reason=_ATTRIBUTE_MISSED)),
+                                       (_write_with_an_attribute, "attribute 'held' of a _Box object"),
                                        (_write_with_a_list, "an item of 'items'")])
 def test_a_write_into_a_shared_array_names_the_other_references(fn, named):
     with pytest.raises(StagingError, match=f"into numpy array 'a', which is also {named}"):

@@ -135,9 +135,6 @@ def test_encode_as_a_placeholder_and_as_maybe(g):
     assert isinstance(maybe, MaybeDefined) and maybe.value.dtype == F64
 
 
-@pytest.mark.xfail(strict=True, raises=graph.GraphError, reason="a str variable beside a branch that raises is "
-                   "planned AsPlaceholder(spec_of(str)), whose placeholder fails to build (DTypeError: cannot make a "
-                   "constant from an object array) instead of the program returning the str")
 def test_a_str_variable_beside_a_branch_that_raises():
     def f(x):
         s = "a"

@@ -57,9 +57,6 @@ def test_pop_of_an_empty_list_fails_when_the_graph_runs(g):
         run(g, item)
 
 
-@pytest.mark.xfail(strict=True, reason="GraphList.append reads self.items (the guessed float64 stack) before "
-                   "_fit replaces it with the first item's, so the concat promotes: an empty list that gets a "
-                   "float32 item holds float64 items")
 def test_an_empty_list_learns_its_items_from_the_first(g):
     gl = GraphList.from_list([], "xs")
     assert gl.guessed

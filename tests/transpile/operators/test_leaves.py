@@ -111,10 +111,6 @@ def test_arithmetic_of_weak_tensors_and_python_numbers_is_weak(g):
         assert weak_type(s * np.float32(2)) is None                     # a numpy scalar is not weak
 
 
-@pytest.mark.xfail(strict=True, reason="`s * 0.5` of a tensor standing for a Python int is built as "
-                   "Mul(Cast(s), 0.5) and Cast is not among leaves._NUMBER_OPS, so the result is not weak: a "
-                   "converted `x_float32 + s * 0.5` (s an int counted in a graph loop) gives float64 where numpy "
-                   "gives float32, and `s * 0.5` is returned as np.float64, not a Python float")
 def test_a_weak_int_times_a_python_float_is_a_weak_float(g):
     with tracing():
         s = graph.placeholder(np.int64, ())

@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 
 import graph
+import transpile
 from exec import Session
 from transpile.operators.data_structures import list_append
 from transpile.operators.facts import LoopFacts
@@ -60,3 +61,41 @@ def test_an_iteration_limit_from_the_body_fails_the_run(g):
     assert session.run(i, {limit: 3}) == 3
     with pytest.raises(Exception, match="3"):
         session.run(i, {limit: 10})
+
+
+def test_a_python_loop_whose_body_raises_leaves_no_frame_behind():
+    """A frame left on the thread's loop stack (here: by an error in a Python loop's body) would make
+    every later graph loop wait for a rebuild it asked for, and build an empty body."""
+    from transpile.operators.trace_state import trace_state
+
+    def raises_in_a_python_loop(x):
+        i = 0
+        while i < 3:
+            if i == 1:
+                raise ValueError("stop")
+            i += 1
+        return x
+
+    before = list(trace_state().loops)
+    with pytest.raises(ValueError, match="stop"):
+        transpile.function(raises_in_a_python_loop)(np.float64(1.0))
+    assert trace_state().loops == before
+
+
+def test_a_trace_does_not_see_the_loop_frames_of_another():
+    from transpile.operators.trace_state import LoopFrame, trace_state
+
+    def count(x, n):
+        i = 0
+        while i < n:
+            x = x + 1.0
+            i += 1
+        return x
+
+    stale = LoopFrame(object())
+    stale.promote = True  # a frame that asks for a rebuild no one will make
+    trace_state().loops.append(stale)
+    try:
+        assert transpile.function(count, maximum_iterations=100)(np.float64(0.0), 3) == 3.0
+    finally:
+        trace_state().loops.remove(stale)
