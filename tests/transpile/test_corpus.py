@@ -78,10 +78,6 @@ class Program:
 
 
 # Why a check of a program fails (transpile: reported, not fixed here); each is a strict xfail.
-EARLY_RETURN_OF_ANOTHER_STRUCTURE = (
-    "`if n == 0: return 0, []` with n = len(a) a graph tensor (relaxed shapes) is a StagingError: the return value "
-    "is tuple (value, []) in the true branch but tuple (value, GraphList) in the false branch; under a "
-    "graph-tensor condition both branches must give it the same structure (a documented limit)")
 REVERSED_LIST = (
     "`for bp in reversed(backptrs)` over a list appended in a graph loop: TypeError: len() of a list whose length "
     "changes in graph control flow is a graph tensor: converted code computes it (ag.len); code that is not "
@@ -123,8 +119,7 @@ PROGRAMS = {
     "edit_distance": Program(edit_distance.edit_distance, edit_distance.cases()),
     "longest_increasing_subsequence": Program(
         longest_increasing_subsequence.longest_increasing_subsequence, longest_increasing_subsequence.cases(),
-        python_numbers_may_differ=True,
-        xfail=_xfail(EARLY_RETURN_OF_ANOTHER_STRUCTURE, "relaxed", "onnx_relaxed")),
+        python_numbers_may_differ=True),
     "knapsack": Program(knapsack.knapsack, knapsack.cases()),
     "knapsack_1d": Program(knapsack.knapsack_1d, knapsack.cases(), grad=Grad((0,), cases=(1,))),
     "viterbi": Program(viterbi.viterbi, viterbi.cases(), drop=("Assert",), grad=Grad((1, 2, 3), outputs=(1,))),

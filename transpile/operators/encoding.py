@@ -15,7 +15,7 @@ from graph.ops.strings import STRING
 from transpile.operators.arrays import frozen
 from transpile.operators.carry import LeafSpec, ListPath, ResizedPath, Spec
 from transpile.operators.data_structures import TensorList, empty_array_like, list_builder
-from transpile.operators.graph_lists import GraphList
+from transpile.operators.graph_lists import GraphList, ItemSpec
 from transpile.operators.leaves import (
     convert_leaf,
     is_composite,
@@ -86,7 +86,10 @@ def zeros_like_spec(spec: Spec, what: str, exact: bool = False):
 
 def _placeholder(value, what: str, exact: bool = False):
     if isinstance(value, GraphList) and (exact or value.builder is None):
-        return GraphList.from_list([], what, like=value.spec)   # an empty list of the same items
+        # an empty list of the same items (dims the graph does not know are 0 here, as for a tensor)
+        spec = value.spec
+        shape = () if spec.shape is None else tuple(0 if d is None else d for d in spec.shape)
+        return GraphList.from_list([], what, like=ItemSpec(spec.dtype, shape, spec.python_type))
     builder = list_builder(value)
     if builder is not None:  # a list a graph loop built: an empty list of the same elements
         return TensorList(empty_array_like(builder.array))
