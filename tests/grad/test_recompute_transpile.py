@@ -6,6 +6,7 @@ import pytest
 import grad
 import graph
 import transpile
+from exec.device import SimulatedDevice
 
 
 def rnn_loss(w, n):
@@ -119,6 +120,12 @@ def test_a_training_step_trains_alike_under_each_policy():
         np.testing.assert_allclose(losses[key], losses["keep", None], rtol=1e-12)
 
 
+def _device_for(policy: str) -> dict:
+    """The decorator's device option a policy needs: "swap" moves values to the host of a device whose
+    memory it manages (without one the decorator refuses it)."""
+    return {"device": SimulatedDevice(memory_limit=1 << 30)} if policy == "swap" else {}
+
+
 @pytest.mark.parametrize("policy", ["keep", "swap", "recompute"])
 def test_every_policy_is_taken_by_the_decorator_and_by_loop_options(policy):
     """Each policy without checkpoint_every, as users write it (the decorator's and loop_options' defaults)."""
@@ -135,7 +142,7 @@ def test_every_policy_is_taken_by_the_decorator_and_by_loop_options(policy):
         return grad.gradients(flat_loss(w, n), [w])[0]
     w = np.array([0.3, -0.2, 0.7])
     want = transpile.function(step)(w, 4)
-    for f in (transpile.function(step, memory_policy=policy), transpile.function(in_body)):
+    for f in (transpile.function(step, memory_policy=policy, **_device_for(policy)), transpile.function(in_body)):
         np.testing.assert_allclose(f(w, 4), want, rtol=1e-12, atol=1e-12)
         assert set(_policies(f, w, 4).values()) == {(policy, 1)}
 
@@ -144,7 +151,7 @@ def test_every_policy_is_taken_by_the_decorator_and_by_loop_options(policy):
 def test_a_methods_per_instance_function_keeps_the_policy(policy):
     """A decorated method gets a Function per instance, made from the decorator's options."""
     class Model:
-        @transpile.function(memory_policy=policy)
+        @transpile.function(memory_policy=policy, **_device_for(policy))
         def step(self, w, n):
             return grad.gradients(flat_loss(w, n), [w])[0]
     w = np.array([0.3, -0.2, 0.7])
