@@ -493,3 +493,16 @@ def test_a_counter_times_a_python_float_stays_a_python_number_beside_float32():
             s += 1
         return x + s * 0.5, s * 0.5
     assert_like_python(f, (np.ones(3, np.float32), 3), (np.ones(2, np.float32), 1))
+
+
+def test_a_python_while_loop_that_becomes_a_graph_loop_after_an_append_under_a_tensor_if():
+    def f(x, n):
+        out = [0.0]
+        i = 0
+        while i < 3:
+            if x > i:
+                out.append(x)
+            y = out[1] * 2.0  # noqa: F841  (read after the append: the abandoned iteration may fail here)
+            i += 1
+        return len(out)
+    assert_like_python(f, (2.5, 3), (3.5, 1), python_numbers_may_differ=True)

@@ -61,7 +61,10 @@ def while_stmt(loop_test, loop_body, state=(), names=(), facts: LoopFacts = NO_F
         while not python.frame.promote and not is_tensor(test):
             if not test:
                 return pack_result(state, names) if names else None
-            state = unpack_outputs(python.iteration(lambda: loop_body(*state)), names)
+            out = python.iteration(lambda: loop_body(*state))
+            if python.frame.promote:  # (the iteration is abandoned: it may have given nothing)
+                break
+            state = unpack_outputs(out, names)
             test = python.guarded(lambda: list_truth(loop_test(*state)))
     finally:
         python.close()
@@ -159,7 +162,10 @@ def for_stmt(iterable, loop_body, state=(), names=(), loop_test=None, facts: Loo
             item = next(items, _END) if go else _END
             if item is _END:
                 return pack_result(state, names) if names else None
-            state = unpack_outputs(python.iteration(lambda: loop_body(item, *state)), names)
+            out = python.iteration(lambda: loop_body(item, *state))
+            if python.frame.promote:  # (the iteration is abandoned: it may have given nothing)
+                break
+            state = unpack_outputs(out, names)
     finally:
         python.close()
     g.rollback(checkpoint)
