@@ -140,7 +140,7 @@ def _flow_of(array: TensorArrayValue) -> TensorArrayFlow:
 
 def _spec_shape(spec):
     s = spec.element_shape
-    return None if s is None or spec._unset else tuple(s)
+    return None if s is None or not spec.shape_known else tuple(s)
 
 
 @kernel("TensorArrayNew")

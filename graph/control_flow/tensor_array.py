@@ -82,11 +82,6 @@ class TensorArraySpec:
         self.new_node = None  # the TensorArrayNew that made the array (None: a gradient's, a loaded one)
         self.accumulate = accumulate
 
-    @property
-    def _unset(self) -> bool:
-        # the name exec/kernels/tensor_array.py reads; `shape_known` is the public one
-        return not self.shape_known
-
     def learn(self, value: Tensor, what: str) -> None:
         """Learns from `value`, written as one element by `what` ("write", "merge", ...)."""
         self.learn_element(value.dtype, value.shape, what, value.describe())
