@@ -179,7 +179,7 @@ class StateCapture:
         self.installed: list = []       # (source, original) of the stand-ins put at a global or cell
         self.objects: list = []         # (source, object, its __dict__ before)
         self.containers: list = []      # (source, list or dict, a shallow copy before)
-        self.functions: set = set()
+        self.functions: dict = {}       # function -> the places (globals and cells) walked for it
         self.places: set = set()        # the globals and cells walked, by namespace and name or by cell
         self.place_inputs: dict = {}    # place -> the placeholders made walking it
         self.assigned_globals: list = []  # (namespace, name, value before) of globals the functions assign
@@ -206,16 +206,16 @@ class StateCapture:
             f = getattr(type(f), "__call__", None)
             if not isinstance(f, types.FunctionType):
                 return
-        if f in self.functions:
-            return
-        self.functions.add(f)
+        if f in self.functions and all(self._captured(place) for place in self.functions[f]):
+            return  # (walked already, and not inside a cond or loop that was then built again)
+        places = self.functions[f] = []
         namespace = f.__globals__
         for name in _stored_globals(f.__code__):  # (before a stand-in is installed there)
             if not any(ns is namespace and n == name for ns, n, _ in self.assigned_globals):
                 self.assigned_globals.append((namespace, name, namespace.get(name, _ABSENT)))
         for name in _global_names(f.__code__):
             if name in namespace:
-                self._install(GlobalSource(namespace, name), namespace[name])
+                places.append(self._install(GlobalSource(namespace, name), namespace[name]))
         if _defined_by_running_code(f):
             return  # its closure cells are variables of the function being traced, not state around it
         for name, cell in zip(f.__code__.co_freevars, f.__closure__ or (), strict=True):
@@ -223,14 +223,20 @@ class StateCapture:
                 value = cell.cell_contents
             except ValueError:  # not assigned yet
                 continue
-            self._install(CellSource(cell, name), value)
+            places.append(self._install(CellSource(cell, name), value))
 
-    def _install(self, source: Source, value) -> None:
+    def _captured(self, place) -> bool:
+        """Whether what was captured at `place` is still in the graph: a graph cond or loop that is built
+        again rolls back the placeholders made while it was traced."""
+        return all(_in_graph(ph) for ph in self.place_inputs.get(place, ()))
+
+    def _install(self, source: Source, value):
+        """Walks the global or cell `source` holding `value`, puts what the trace sees there; its place."""
         place = (id(source.namespace), source.name) if isinstance(source, GlobalSource) else id(source.cell)
         if place in self.places:  # (functions of one module share its globals)
-            if all(_in_graph(ph) for ph in self.place_inputs.get(place, ())):
-                return
-            self._forget(place, source, value)  # captured inside a cond or loop that was built again
+            if self._captured(place):
+                return place
+            value = self._forget(place, source)  # captured inside a cond or loop that was built again
         self.places.add(place)
         first = len(self.captures)
         seen = self._visit(source, value, 0)
@@ -238,10 +244,12 @@ class StateCapture:
         if seen is not value:
             source.write(seen, self.args)
             self.installed.append((source, value))
+        return place
 
-    def _forget(self, place, source: Source, value) -> None:
+    def _forget(self, place, source: Source):
         """Forgets what was captured at `place` while a graph cond or loop was built that was then rolled
-        back and built again: its placeholders are gone from the graph, so it is captured again."""
+        back and built again (its placeholders are gone from the graph), putting back the value it held;
+        returns that value, to be captured again."""
         dead = {id(ph) for ph in self.place_inputs.pop(place)}
         stand_ins = {id(stand_in) for _, stand_in, placeholder, _ in self.captures if id(placeholder) in dead}
         self.places.discard(place)
@@ -251,7 +259,8 @@ class StateCapture:
             if src.describe() == source.describe():
                 source.write(original, self.args)
                 del self.installed[k]
-                break
+                return original
+        return source.reader()(self.args)
 
     def _visit(self, source: Source, value, depth: int):
         """Walks `value`, found at `source`; returns what the trace sees there (a stand-in for an array)."""

@@ -301,3 +301,34 @@ def test_an_attribute_assigned_in_a_graph_branch_of_the_function_itself():
     f(5.0)
     # the second call found LOG.last changed (by the first): from then on it is a graph input
     assert LOG.last == 10.0 and f.traces == 2
+
+
+_SCALES = np.array([1.0, 2.0, 3.0])
+
+
+def _scaled_sum(v):
+    return (_SCALES * v).sum()
+
+
+def _counted_under_a_tensor_if(x, n):
+    s = 0
+    i = 0
+    while i < n:
+        if x > 0:
+            s = s + _scaled_sum(x)  # a float into the int `s`: the loop is built again
+        i += 1
+    return s
+
+
+def test_a_global_first_read_inside_a_cond_that_is_built_again_is_read_at_each_call():
+    """The global's placeholder made in the first attempt is rolled back with it; the next attempt
+    captures the global again instead of reading a placeholder no longer in the graph."""
+    f = transpile.function(_counted_under_a_tensor_if)
+    assert f(np.float64(1.0), 2) == _counted_under_a_tensor_if(np.float64(1.0), 2) == 12.0
+    old = _SCALES.copy()
+    try:
+        _SCALES[0] = 10.0
+        assert f(np.float64(1.0), 2) == _counted_under_a_tensor_if(np.float64(1.0), 2) == 30.0
+        assert f.traces == 1 and type(_SCALES) is np.ndarray
+    finally:
+        _SCALES[:] = old
