@@ -205,9 +205,7 @@ def build_trace(settings: TraceSettings, variables: VariableScope, sig: signatur
     effects = g.last_effect(None)
     operators.share_element_specs(g)
     session = Session(g, mode=settings.mode, inter_op_threads=settings.inter_op_threads, device=settings.device)
-    fed_arguments = tuple(FedArgument(k, None if sig.structures[k] is None else tuple(leaves))
-                          for k, leaves in enumerate([i for i, ph in enumerate(phs) if ph is not None]
-                                                     for phs in traced.placeholders) if leaves)
+    fed_arguments = _fed_arguments(sig, traced.placeholders)
     # the captured arrays are fed after the arguments; the tensors written back into Python state are
     # fetched after the results, and the effects node last: its result (None) is past the others
     fed = tuple(ph for phs in traced.placeholders for ph in phs if ph is not None) + tuple(traced.captured_placeholders)
@@ -217,6 +215,16 @@ def build_trace(settings: TraceSettings, variables: VariableScope, sig: signatur
     return Trace(sig, g, traced.placeholders, traced.output_structure, traced.outputs, traced.fetches, effects,
                  session, fed_arguments, fed, run, traced.captured, traced.argument_writes,
                  _fast_call(settings, sig, fed_arguments, run, traced), traced.keep_alive)
+
+
+def _fed_arguments(sig: signatures.Signature, placeholders: tuple) -> tuple[FedArgument, ...]:
+    """The arguments with graph inputs, each with the leaves of it that are fed."""
+    out = []
+    for k, phs in enumerate(placeholders):
+        leaves = tuple(i for i, ph in enumerate(phs) if ph is not None)
+        if leaves:
+            out.append(FedArgument(k, None if sig.structures[k] is None else leaves))
+    return tuple(out)
 
 
 def _run_converted(settings: TraceSettings, variables: VariableScope, g, sig, bound) -> _Traced:

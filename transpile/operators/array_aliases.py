@@ -141,9 +141,11 @@ def _attribute_holder(obj, array) -> str | None:
         return None
     attrs = getattr(obj, "__dict__", None)
     keys = [k for k, v in attrs.items() if v is array] if isinstance(attrs, dict) else []
-    if not keys:
-        return None
-    return ", ".join(f"attribute '{k}'" for k in keys) + f" of a {type(obj).__name__} object"
+    return _attributes(keys, obj) if keys else None
+
+
+def _attributes(keys, owner) -> str:
+    return ", ".join(f"attribute '{k}'" for k in keys) + f" of a {type(owner).__name__} object"
 
 
 def _dict_owner(d: dict):
@@ -153,7 +155,7 @@ def _dict_owner(d: dict):
         return lambda keys: ", ".join(f"global '{k}'" for k in keys) + f" of module {module.__name__}"
     for owner in gc.get_referrers(d):
         if getattr(owner, "__dict__", None) is d and not isinstance(owner, (type, types.ModuleType)):
-            return lambda keys: ", ".join(f"attribute '{k}'" for k in keys) + f" of a {type(owner).__name__} object"
+            return lambda keys: _attributes(keys, owner)
     return None
 
 

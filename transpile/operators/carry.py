@@ -202,9 +202,14 @@ class Carried:
     resized: tuple[ResizedPath, ...] = ()  # ResizedPaths: Python lists inside it that the body resizes (GraphLists)
 
     @property
+    def as_leaves(self) -> bool:
+        """No lists carried as TensorArrays and no added dict keys: its leaves take the dtypes the loop learns."""
+        return not self.lists and not self.added
+
+    @property
     def plain(self) -> bool:
         """Carried as its own leaves: no learned dtypes, lists, added keys or resized lists."""
-        return self.dtypes is None and not self.lists and not self.added and not self.resized
+        return self.dtypes is None and self.as_leaves and not self.resized
 
 
 @dataclass(frozen=True)

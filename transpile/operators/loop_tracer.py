@@ -366,7 +366,7 @@ class LoopTracer:
         changes = {}
         for i, v in changed.items():
             mode = self.modes[i]
-            if not (isinstance(mode, Carried) and not mode.lists and not mode.added):
+            if not (isinstance(mode, Carried) and mode.as_leaves):
                 continue
             dtypes = joined_dtypes(attempt.init[i], v)
             if [leaf_dtype(x) for x in nest.flatten(attempt.init[i])] == dtypes:

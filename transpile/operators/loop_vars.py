@@ -336,7 +336,7 @@ def weak_fixups(init_state, modes, loop_vars, outs, first_body_node: int) -> dic
     """
     changes = {}
     for i, (v0, mode) in enumerate(zip(init_state, modes, strict=True)):
-        if not isinstance(mode, Carried) or mode.lists or mode.added or i not in loop_vars or i not in outs \
+        if not isinstance(mode, Carried) or not mode.as_leaves or i not in loop_vars or i not in outs \
                 or weak_type(v0) is None:
             continue
         before, after = loop_vars[i], outs[i]

@@ -4,6 +4,8 @@ import numpy as np
 import pytest
 
 import transpile
+from tests.transpile.test_exact_semantics import raise_in_a_tensor_branch_caught_by_except as _caught_raise
+from tests.transpile.test_exact_semantics import raise_in_a_tensor_branch_that_no_except_catches as _uncaught_type
 from transpile.operators.staging import StagingError
 from transpile.operators.uncatchable import refuse_if_caught
 
@@ -13,26 +15,6 @@ def test_outside_converted_code_nothing_is_refused():
         refuse_if_caught(ValueError("v"), "when the graph runs")
     except ValueError:  # (a plain Python except is not converted code's)
         pytest.fail("refused outside converted code")
-
-
-def _caught_raise(x):
-    try:
-        if x > 0:
-            raise ValueError("positive")
-        y = x
-    except ValueError:
-        y = -x
-    return y
-
-
-def _uncaught_type(x):
-    try:
-        if x > 0:
-            raise ValueError("positive")
-        y = x
-    except KeyError:
-        y = -x
-    return y
 
 
 def test_a_raise_in_a_graph_branch_that_an_except_would_catch_is_refused():
