@@ -24,7 +24,9 @@ naming the rank and carrying the first error's text (which names the node and th
 A recv waiting longer than `timeout` seconds aborts the step with a `RendezvousTimeout` naming
 the key, so a rank whose peer hangs fails instead of waiting for ever; a rank that dies takes the
 job down through mpiexec (`dist.launch` and a plain `mpiexec` both do that), which the timeout
-backs up.
+backs up. A process that exits says goodbye to the others and waits (a few seconds at most) until
+each has seen it: a rank still waiting for one of its values fails, naming the value, before the
+launcher can end it.
 """
 from __future__ import annotations
 
@@ -47,9 +49,9 @@ from exec.rendezvous import LocalRendezvous, Rendezvous, describe_key
 from graph.devices import task_of
 
 # MPI tags: a value's header, an abort of a step, the message that stops the receive thread, a
-# rank's goodbye as its process exits; payload buffers take tags from _FIRST_PAYLOAD_TAG on, one
-# per message in flight
-_VALUE, _ABORT, _STOP, _BYE = 1, 2, 3, 4
+# rank's goodbye as its process exits and the answer that it was seen; payload buffers take tags
+# from _FIRST_PAYLOAD_TAG on, one per message in flight
+_VALUE, _ABORT, _STOP, _BYE, _BYE_SEEN = 1, 2, 3, 4, 5
 _FIRST_PAYLOAD_TAG = 16
 # the default for `timeout`; FLOWGRAPH_RECV_TIMEOUT (seconds) overrides it
 DEFAULT_TIMEOUT = 600.0
@@ -57,6 +59,9 @@ DEFAULT_TIMEOUT = 600.0
 # message, a send, a recv posted), then naps, then dozes. Napping while a run goes on cost 3-4x in
 # loop iterations/s (bench/dist_loop_mpi.py), so a run counts as activity throughout (`busy`).
 _SPIN_S, _NAP_S, _DOZE_AFTER_S, _DOZE_S = 0.05, 0.0002, 0.5, 0.002
+# how long an exiting process waits for the other ranks to see its goodbye (a rank killed meanwhile
+# never answers)
+_FAREWELL_S = 5.0
 
 
 class RemoteRunError(RuntimeError):
@@ -146,6 +151,8 @@ class MpiTransport:
         # ranks whose process has exited: everything they sent came before their goodbye, so a
         # value still awaited from one of them will never come
         self.gone: set[int] = set()
+        self._saw_goodbye: set[int] = set()  # the ranks that answered this rank's goodbye
+        self._farewells = threading.Condition(threading.Lock())
         self._steps = itertools.count(1)
         self.watchdog = _Watchdog(self.rank)
         self.busy = 0  # the runs (steps) going on in this process: the receive thread spins meanwhile
@@ -290,7 +297,11 @@ class MpiTransport:
                 step, rank, text = pickle.loads(buf)
                 self.mark_aborted(step, RemoteRunError(rank, text))
             elif tag == _BYE:
-                self.gone.add(src)
+                self._goodbye_from(src)
+            elif tag == _BYE_SEEN:
+                with self._farewells:
+                    self._saw_goodbye.add(src)
+                    self._farewells.notify()
             elif tag == _STOP:
                 return
 
@@ -307,11 +318,25 @@ class MpiTransport:
         if table is not None:  # (None: the step ended here; a straggler of an aborted run)
             table.send(h.key, value, bool(h.flags & wire.DEAD))
 
+    def _goodbye_from(self, src: int) -> None:
+        # a step still waiting for a value from `src` fails now, and says so, before the answer lets
+        # `src` exit: a launcher ends the whole job as soon as one rank exits with an error
+        with self._farewells:
+            self.gone.add(src)
+            self._farewells.notify()
+        self.watchdog.check()
+        self._keep([self.comm.Isend([b"", self.MPI.BYTE], src, _BYE_SEEN)], None)
+
     def close(self) -> None:
-        """Says goodbye to the other ranks and stops the receive thread (sends it the stop message)."""
+        """Says goodbye to the other ranks, waits until each has seen it (or said goodbye too), and stops
+        the receive thread (sends it the stop message)."""
         self.watchdog.stop()
         if self._thread.is_alive():
-            byes = [self.comm.Isend([b"", self.MPI.BYTE], r, _BYE) for r in range(self.size) if r != self.rank]
+            peers = [r for r in range(self.size) if r != self.rank]
+            byes = [self.comm.Isend([b"", self.MPI.BYTE], r, _BYE) for r in peers]
+            with self._farewells:
+                self._farewells.wait_for(lambda: all(r in self._saw_goodbye or r in self.gone for r in peers),
+                                         timeout=_FAREWELL_S)
             self.comm.Isend([b"", self.MPI.BYTE], self.rank, _STOP).Wait()
             self._thread.join()
             self.MPI.Request.Waitall(byes)
@@ -386,8 +411,10 @@ class MpiRendezvous(Rendezvous):
             lost = [k for k in list(self._waiting) if _send_task(k) in gone]
             if lost:
                 sender = _send_task(lost[0])
-                self.abort(RemoteRunError(sender, f"rank {sender} exited while rank {self.rank} still waited "
-                                                  f"for {self.describe(lost[0])}"))
+                message = f"rank {sender} exited while rank {self.rank} still waited for {self.describe(lost[0])}"
+                # said at once, too: the launcher may end this process before the error reaches the top
+                print(f"[rank {self.rank}] {message}", file=sys.stderr, flush=True)
+                self.abort(RemoteRunError(sender, message))
                 return True
         now = time.monotonic()
         late = [k for k, deadline in list(self._waiting.items()) if deadline < now]
@@ -445,10 +472,15 @@ class _Watchdog:
                 if self._stopped:
                     return
                 self._cond.wait(min(r.check_every for r in self._watched))
-                watched = list(self._watched)
-            for rdv in watched:  # outside the lock: an abort calls the recvs' callbacks
-                if rdv.overdue():
-                    self.unwatch(rdv)
+            self.check()
+
+    def check(self) -> None:
+        """Checks every watched step now (the watchdog thread does it every `check_every` seconds)."""
+        with self._cond:
+            watched = list(self._watched)
+        for rdv in watched:  # outside the lock: an abort calls the recvs' callbacks
+            if rdv.overdue():
+                self.unwatch(rdv)
 
 
 class MpiProcessGroup:
