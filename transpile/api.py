@@ -19,6 +19,7 @@ from exec import Session
 from exec.compiled import MODES
 from exec.profiler import profile  # noqa: F401  (transpile.profile: traces of calls, exec/profiler.py)
 from graph import nest
+from graph.gc_pause import gc_paused
 from graph.logs import get_logger
 from graph.node import Tensor
 from graph.saving import Output, Signature, load_saved
@@ -391,10 +392,11 @@ class Function:
                 self._relaxed_captures[name] = tuple(d if d == e else None for d, e in zip(shape, now.shape))
 
     def _trace(self, sig: signatures.Signature, bound: inspect.BoundArguments) -> Trace:
-        settings = TraceSettings(self._name, self.python_function, convert(self.python_function), self.mode,
-                                 self.inter_op_threads, self.device, self.maximum_iterations, self.memory_policy,
-                                 self._positional, self._relaxed_captures)
-        return build_trace(settings, self._variables, sig, bound)
+        with gc_paused():  # graph/gc_pause.py: the collector's walks of a growing heap were a quarter of a build
+            settings = TraceSettings(self._name, self.python_function, convert(self.python_function), self.mode,
+                                     self.inter_op_threads, self.device, self.maximum_iterations,
+                                     self.memory_policy, self._positional, self._relaxed_captures)
+            return build_trace(settings, self._variables, sig, bound)
 
     # -- running -----------------------------------------------------------------------------
     def _run(self, trace: Trace, values, fed: list):
