@@ -27,9 +27,12 @@ class UncatchableError(BaseException):
         self.error = error
 
 
-def swap_without_device(name: str, where: str) -> str:
-    """The message for `transpile.function(memory_policy="swap")` without a device: swapping moves saved
-    values from a device's memory to the host's, so without a device nothing would swap (as Session says)."""
-    return (f"{where}: transpile.function({name}, memory_policy='swap') needs a device whose memory it manages: "
-            "pass device=SimulatedDevice(memory_limit=...) (exec.device) or device=CupyDevice() with it, or use "
-            "memory_policy='recompute', which saves less of each loop on the host without one")
+def swap_without_device(name: str, where: str,
+                        asked_by: str = "transpile.function({name}, memory_policy='swap')") -> str:
+    """The message for `memory_policy="swap"` asked of a converted function without a device, by the
+    decorator or by `transpile.loop_options` in a loop body (`asked_by`): swapping moves saved values from a
+    device's memory to the host's, so without a device nothing would swap (as Session says)."""
+    return (f"{where}: {asked_by.format(name=name)} needs a device whose memory it manages: pass "
+            f"transpile.function({name}, device=SimulatedDevice(memory_limit=...)) (exec.device) or "
+            "device=CupyDevice(), or use memory_policy='recompute', which saves less of each loop on the host "
+            "without one")

@@ -233,7 +233,8 @@ def _run_converted(settings: TraceSettings, variables: VariableScope, g, sig, bo
     variables.reusing, variables.index = bool(variables.created), 0
     memory_policy = graph.loop_memory_policy(*settings.memory_policy) if settings.memory_policy else nullcontext()
     try:
-        with trace_state().capturing(capture), graph.variable_creator_scope(variables.create), g.as_default(), \
+        with trace_state().capturing(capture), trace_state().traced_function(settings.name, settings.device), \
+                graph.variable_creator_scope(variables.create), g.as_default(), \
                 g.iteration_limit(settings.maximum_iterations), memory_policy, operators.tracing():
             _capture_callable_state(capture, settings.python_function, sig, values)
             symbolic = SymbolicArguments(sig)

@@ -142,7 +142,8 @@ def test_every_policy_is_taken_by_the_decorator_and_by_loop_options(policy):
         return grad.gradients(flat_loss(w, n), [w])[0]
     w = np.array([0.3, -0.2, 0.7])
     want = transpile.function(step)(w, 4)
-    for f in (transpile.function(step, memory_policy=policy, **_device_for(policy)), transpile.function(in_body)):
+    for f in (transpile.function(step, memory_policy=policy, **_device_for(policy)),
+              transpile.function(in_body, **_device_for(policy))):
         np.testing.assert_allclose(f(w, 4), want, rtol=1e-12, atol=1e-12)
         assert set(_policies(f, w, 4).values()) == {(policy, 1)}
 

@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import graph
 from graph.control_flow.memory_policy import check_policy
+from graph.errors import user_location
+from transpile.errors import swap_without_device
 from transpile.operators.trace_state import trace_state
 
 
@@ -26,7 +28,9 @@ def loop_options(maximum_iterations: int | None = None, memory_policy: str | Non
     "recompute") says what the loop's gradient keeps of its iterations (see
     graph.while_loop): "recompute" saves only the loop's variables every k-th
     iteration and computes the rest again in the gradient loop. It overrides
-    `transpile.function(memory_policy=...)` for this loop alone.
+    `transpile.function(memory_policy=...)` for this loop alone. "swap" moves the
+    saved values off a device: traced for a function without a `device=`, it is a
+    ValueError naming the line (as the decorator's option is).
     """
     if maximum_iterations is not None and (isinstance(maximum_iterations, bool) or maximum_iterations < 0
                                            or int(maximum_iterations) != maximum_iterations):
@@ -34,6 +38,8 @@ def loop_options(maximum_iterations: int | None = None, memory_policy: str | Non
     policy = None
     if memory_policy is not None or checkpoint_every is not None:
         policy = memory_policy_options(memory_policy, checkpoint_every)
+    if policy is not None and policy[0] == "swap":
+        _check_swap_has_a_device()
     frame = trace_state().innermost_loop()
     if frame is None or not frame.staged:
         return
@@ -41,6 +47,16 @@ def loop_options(maximum_iterations: int | None = None, memory_policy: str | Non
         graph.set_memory_policy(*policy)
     if maximum_iterations is not None:
         graph.set_iteration_limit(maximum_iterations)
+
+
+def _check_swap_has_a_device() -> None:
+    """While a trace is built (in Python the option does nothing), "swap" needs the function's device:
+    without one the loop would keep its values on the host, silently not swapping."""
+    state = trace_state()
+    if state.tracing and state.device is None:
+        where = user_location()
+        raise ValueError(swap_without_device(state.function_name or "f", str(where) if where else "loop_options",
+                                             asked_by="transpile.loop_options(memory_policy='swap')"))
 
 
 def memory_policy_options(memory_policy, checkpoint_every) -> tuple[str, int | None]:

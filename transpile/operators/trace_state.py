@@ -65,6 +65,9 @@ class TraceState:
     # id(tensor) -> (tensor, Python type): tensors that stand for a Python number (leaves.weak_type)
     weak_numbers: dict = field(default_factory=dict)
     conditions: list = field(default_factory=list)            # predicates of the graph conds being built
+    # the function being traced: its name, and the exec device its Session runs on (None: the host only)
+    function_name: str = ""
+    device: object = None
 
     def innermost_loop(self) -> LoopFrame | None:
         return self.loops[-1] if self.loops else None
@@ -82,6 +85,17 @@ class TraceState:
             yield capture
         finally:
             self.captures, self.writes, self.loops, self.conditions = outer
+
+    @contextlib.contextmanager
+    def traced_function(self, name: str, device):
+        """Inside: the trace of function `name`, whose Session runs on `device`, is built (a function
+        traced while another is gets its own, and the outer one's back after)."""
+        outer = self.function_name, self.device
+        self.function_name, self.device = name, device
+        try:
+            yield
+        finally:
+            self.function_name, self.device = outer
 
     def rebuild_pending(self) -> bool:
         """Whether a loop being traced will be built again (what is built meanwhile is thrown away)."""
