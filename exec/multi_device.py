@@ -22,6 +22,7 @@ from exec.device.transfer import DeviceRendezvous
 from exec.errors import run_interrupted
 from exec.plan import Plan, build_plan, prune
 from exec.rendezvous import LocalRendezvous, Rendezvous
+from exec.timeline import TracedRendezvous
 from graph.devices import UNPLACED, canonical_device
 from graph.frames import enclosing_frames
 from graph.op_names import LOOP_COND
@@ -39,6 +40,7 @@ class DevicesPlan:
     copies: dict | None = None  # the last run's copies between the host and the session's device, per direction
     feeds: tuple = ()  # the run's fed tensors, in feed order (what an error about a feed names)
     exchange: object = None  # what a process group worked out for this plan on its first run (dist/exchange.py)
+    timeline: object = None  # exec.timeline.Timeline of a traced copy (exec/timeline.py): Sends and Recvs drawn too
 
     @property
     def devices(self) -> list[str]:
@@ -150,7 +152,7 @@ class _DevicesRun:
     def run_part(self, device: str, part_plan: Plan, indices: list, fed: list) -> None:
         """Runs one device's part; its first failure (or Ctrl-C) aborts the rendezvous, stopping the others."""
         try:
-            out = self._execute(part_plan, [self.feed_values[k] for k in fed])
+            out = self._execute(device, part_plan, [self.feed_values[k] for k in fed])
         except KeyboardInterrupt as e:  # its RunInterrupted (a Ctrl-C, or another part's that stopped it)
             self.interrupted[device] = getattr(e, "where", "")
             self.rendezvous.abort(e)  # a no-op when the run was aborted already
@@ -161,12 +163,15 @@ class _DevicesRun:
         for k, v in zip(indices, out, strict=True):
             self.results[k] = v
 
-    def _execute(self, part_plan: Plan, values: list) -> list:
+    def _execute(self, device: str, part_plan: Plan, values: list) -> list:
+        rendezvous = self.rendezvous
+        if self.plan.timeline is not None:
+            rendezvous = TracedRendezvous(rendezvous, self.plan.timeline, device)
         dev = part_plan.device
         if dev is None:
-            return executor.execute(part_plan, values, self.pool, self.rendezvous)
+            return executor.execute(part_plan, values, self.pool, rendezvous)
         # a device's partition: what crosses to the host is copied on its copy streams
-        seen = DeviceRendezvous(self.rendezvous, dev)
+        seen = DeviceRendezvous(rendezvous, dev)
         out = executor.execute(part_plan, values, self.pool, seen)
         self.plan.copies = seen.copies
         return [dev.download(v) for v in out]

@@ -16,6 +16,8 @@ import json
 import threading
 import time
 
+from exec.rendezvous import Rendezvous, RendezvousKey
+
 STACK_OPS = frozenset({"StackPush", "StackPop", "StackConcat", "StackSplit"})
 
 
@@ -85,11 +87,62 @@ def traced_plan(plan, timeline: Timeline, runtime, process: str = "executor"):
 
 
 def traced_devices_plan(plan, timeline: Timeline, runtime):
-    """A copy of a multi_device.DevicesPlan whose parts are traced plans, each device a process."""
+    """A copy of a multi_device.DevicesPlan whose parts are traced plans, each device a process, and whose
+    Sends and Recvs are drawn too (`TracedRendezvous`)."""
     traced = copy.copy(plan)
     traced.parts = [(device, traced_plan(part, timeline, runtime, process=device), *rest)
                     for device, part, *rest in plan.parts]
+    traced.timeline = timeline
     return traced
+
+
+class TracedRendezvous(Rendezvous):
+    """`inner` as one device's part of a traced run sees it: each Send is a span on the device's "sends"
+    track, each Recv a span from the moment the part asked for the value to the moment it came, on its
+    "receives" track, so a part left waiting for another (a pipeline's bubble, a slow rank) shows as
+    a long Recv. Spans name the tensor sent; their args say from where and in which loop iteration."""
+
+    def __init__(self, inner: Rendezvous, timeline: Timeline, process: str):
+        self.inner, self.timeline, self.process = inner, timeline, process
+        self._take = getattr(inner, "take", None)
+
+    def send(self, key: str, value, is_dead: bool) -> None:
+        t0 = time.perf_counter()
+        self.inner.send(key, value, is_dead)
+        self._span("sends", "Send", key, t0, is_dead)
+
+    def recv(self, key: str, callback) -> None:
+        t0 = time.perf_counter()
+
+        def received(value, is_dead: bool) -> None:
+            self._span("receives", "Recv", key, t0, is_dead)
+            callback(value, is_dead)
+        self.inner.recv(key, received)
+
+    def take(self, key: str) -> tuple | None:
+        t0 = time.perf_counter()
+        got = self._take(key) if self._take is not None else None
+        if got is not None:  # it was there already: a Recv that did not wait
+            self._span("receives", "Recv", key, t0, got[1])
+        return got
+
+    def abort(self, error: BaseException) -> None:
+        self.inner.abort(error)
+
+    @property
+    def aborted(self) -> BaseException | None:
+        return self.inner.aborted
+
+    def _span(self, track: str, kind: str, key: str, t0: float, is_dead: bool) -> None:
+        fields = RendezvousKey.parse(key)
+        if fields is None:
+            name, args = f"{kind} {key}", None
+        else:
+            name = f"{kind} {fields.tensor_name}"
+            args = {"from": fields.send_device, "to": fields.recv_device, "iteration": fields.frame_tag or "-"}
+            if is_dead:
+                args["dead"] = True  # an untaken branch's token: no value crossed
+        self.timeline.span(f"{self.process} {track}", name, t0, time.perf_counter(), args, process=self.process)
 
 
 def traced_kernel(fn, node, timeline: Timeline, runtime, process: str):

@@ -85,6 +85,14 @@ def test_a_run_across_two_devices_records_each_devices_part(tmp_path):
     assert [s["args"]["mode"] for s in by_process["runs"]] == ["devices"]
     assert "Tanh" in {s["name"].split(" ")[0] for s in by_process["/task:0/cpu:1"]}
     assert "Mul" in {s["name"].split(" ")[0] for s in by_process["/task:0/cpu:0"]}
+    # what crosses between the devices: a Send on one side, a Recv (from asking to arrival) on the other,
+    # each naming the tensor, both devices and the loop iteration, in every iteration
+    recvs = [s for s in by_process["/task:0/cpu:1"] if s["name"].startswith("Recv ")]
+    sends = [s for s in by_process["/task:0/cpu:0"] if s["name"].startswith("Send ")]
+    assert recvs and sends
+    iterations = {s["args"]["iteration"] for s in recvs if s["args"]["from"] == "/task:0/cpu:0"}
+    assert {f"while@{i}" for i in range(4)} <= iterations
+    assert all(s["dur"] >= 0 for s in recvs + sends)
 
 
 def test_session_runs_are_recorded_too(tmp_path):
