@@ -35,6 +35,10 @@ def test_each_rank_writes_its_own_trace_and_they_merge(comm):
     assert [s["name"] for s in by_process["runs"]] == ["pipeline"]
     assert set(by_process) == {"runs", f"/task:{rank}/cpu:0"}  # this rank's part only
     assert ("Tanh" if rank == 1 else "Mul") in {s["name"].split(" ")[0] for s in by_process[f"/task:{rank}/cpu:0"]}
+    # the values that crossed ranks: this rank's Recvs name the other rank's device and each iteration
+    recvs = [s for s in by_process[f"/task:{rank}/cpu:0"] if s["name"].startswith("Recv ")]
+    assert {f"while@{i}" for i in range(4)} <= {s["args"]["iteration"] for s in recvs
+                                                 if s["args"]["from"] == f"/task:{1 - rank}/cpu:0"}
     comm.Barrier()
     if rank == 0:
         merged = merge_traces([os.path.join(folder, f"step.rank{r}.json") for r in (0, 1)],
