@@ -93,9 +93,12 @@ class Tensor:
             "@transpile.function to convert such control flow, or build it with graph.cond / graph.while_loop")
 
     def __iter__(self):
+        # as numpy iterates an array: its rows, where the graph knows how many (`x, y = t` of a float64[2])
+        if self.shape is not None and self.shape and self.shape[0] is not None:
+            return (self[i] for i in range(self.shape[0]))
         raise SymbolicBoolError(
             f"cannot iterate over {self._typed()} in Python (unpacking, list(), a comprehension, ...): "
-            "its elements only exist when the graph runs. Write a `for` statement in a @transpile.function "
+            "how many elements it has is only known when the graph runs. Write a `for` statement in a @transpile.function "
             "(a `for` over a tensor becomes a graph loop; comprehensions and unpacking are not converted), index "
             "it (t[0], t[1]) or use graph.unstack, or build the loop with graph.while_loop / graph.map_fn")
 

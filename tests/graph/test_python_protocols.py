@@ -1,6 +1,7 @@
 """Python protocols that need a concrete value (`bool`, iteration, `len`, `in`, indexing with, numbers,
 numpy conversion, item assignment) fail on a symbolic tensor with an error that names it, the user's
-line, and what to use instead; `len` works when the first dimension is known."""
+line, and what to use instead; `len` and iteration (unpacking, `list(t)`) work when the first dimension is
+known, as numpy's do."""
 import sys
 
 import numpy as np
@@ -31,11 +32,14 @@ CASES = {
 }
 
 
+_ITERATION = ("unpacking", "list()", "a, b, c = t")   # they need the number of rows: unknown here
+
+
 @pytest.mark.parametrize("what", list(CASES))
 def test_protocol_error_names_the_tensor_the_line_and_the_way_out(what):
     fn, texts = CASES[what]
     with G.Graph().as_default():
-        t = G.placeholder(np.float32, [3], name="weights")
+        t = G.placeholder(np.float32, [None] if what in _ITERATION else [3], name="weights")
         with pytest.raises(SymbolicValueError) as info:
             fn(t)
     msg = str(info.value)
@@ -85,3 +89,14 @@ def test_a_sequence_times_an_integer_scalar_tensor_is_refused_not_broadcast():
         x = G.placeholder(np.float32, [2], name="x")
         assert (x * [1.0, 2.0]).shape == (2,)   # an array times a list stays numpy's elementwise product
         assert ([1.0, 2.0] * G.cast(n, np.float64)).shape == (2,)
+
+
+def test_a_tensor_whose_rows_are_known_iterates_as_numpy_does():
+    """`x, y = t` of a float64[2] tensor: its rows, as numpy gives them (a mismatch is Python's ValueError)."""
+    with G.Graph().as_default():
+        t = G.placeholder(np.float64, [2, 3], name="z")
+        x, y = t
+        assert x.shape == (3,) and y.shape == (3,)
+        with pytest.raises(ValueError, match="too many values to unpack"):
+            a, = t
+        assert [r.shape for r in list(t)] == [(3,), (3,)]

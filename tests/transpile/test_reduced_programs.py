@@ -1,0 +1,18 @@
+"""Reduced programs of what once differed from plain Python (transpile/README.md's known limits, and the
+corpus's former xfails): converted == plain Python, values and dtypes, in both execution modes."""
+import numpy as np
+
+from tests.transpile.idioms import assert_like_python
+
+
+def unpack_a_state_vector(z0, n):
+    z = np.array(z0, dtype=float)
+    for _ in range(n):
+        x, y = z                      # a float64[2] tensor in the graph loop: its two rows
+        z = np.array([1.5 * x - x * y, -3.0 * y + x * y]) * 0.1 + z
+    a, b = z
+    return a, b
+
+
+def test_a_tensor_of_known_length_unpacks_into_its_rows():
+    assert_like_python(unpack_a_state_vector, (np.array([1.0, 0.5]), 3), (np.array([2.0, 1.0]), 0))
