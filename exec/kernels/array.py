@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from exec.kernels.registry import is_fed, kernel, simple
+from exec.kernels.registry import inplace, is_fed, kernel, simple
 from graph import shapes as _sh
 from graph.ops.conversion import static_value
 
@@ -229,7 +229,59 @@ def _select(c, x, y):
     return _scalar(np.where(c, x, y))
 
 
-simple("Select", _select)
+# the unsigned integer of each float's width: a float's bits, which a product by a bool keeps or zeroes
+_BITS = {2: np.uint16, 4: np.uint32, 8: np.uint64}
+
+
+def _masks_to_zero(node) -> np.dtype | None:
+    """The dtype to multiply x's elements as, when `where(c, x, y)` is `x` where c holds and zero elsewhere
+    (a relu's gradient): c bool, y a constant +0 (all bits zero: not -0.0), the result x's own dtype. A
+    float is taken as its bits, so NaNs and infinities that c drops become +0 and those it keeps stay
+    as they are, bit for bit as np.where gives them; an integer as itself. None otherwise."""
+    c, x, y = node.inputs
+    out = node.outputs[0]
+    zero = known_value(y)
+    if c.dtype != np.bool_ or out.dtype != x.dtype or zero is None or np.ndim(zero) != 0 \
+            or not _sh.is_fully_defined(out.shape) or not out.shape or x.shape is None or not x.shape:
+        return None
+    zero = np.asarray(zero)
+    if x.dtype.kind == "f" and x.dtype.itemsize in _BITS:
+        bits = np.dtype(_BITS[x.dtype.itemsize])
+        return bits if zero.dtype.kind in "biuf" and zero.astype(x.dtype).view(bits) == 0 else None
+    if x.dtype.kind in "iu":
+        return x.dtype if zero.dtype.kind in "biu" and zero == 0 else None
+    return None
+
+
+@kernel("Select")
+def _select_factory(node, rt):
+    bits = _masks_to_zero(node)
+    if bits is None:
+        return _select
+    shape, dtype = node.outputs[0].shape, node.outputs[0].dtype
+
+    def keep_where(c, x, y):
+        # np.where costs twice a product (a masked copy): the product by the mask, into a new array of x's
+        # dtype seen as `bits`
+        if type(x) is not np.ndarray:
+            return _select(c, x, y)
+        out = np.empty(shape, dtype)
+        np.multiply(x.view(bits), c, out=out.view(bits))
+        return out
+    return keep_where
+
+
+@inplace("Select")
+def _select_into(node, rt, slot):
+    bits = _masks_to_zero(node)
+    if bits is None or slot != 1:
+        return None
+
+    def keep_where_into(c, x, y):  # x is this node's alone, of the result's shape and dtype (exec/donation.py)
+        xb = x.view(bits)
+        np.multiply(xb, c, out=xb)
+        return x
+    return keep_where_into
 
 
 def _fill(shape, value):

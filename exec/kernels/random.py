@@ -19,6 +19,16 @@ def _uniform(node, rt):
     known = known_value(node.inputs[0])  # a shape the graph fixes: converted once, not per draw
     fixed = None if known is None else tuple(int(d) for d in np.reshape(known, -1)) or None
 
+    bounds = [known_value(t) for t in node.inputs[1:]]
+    if not integer and known is not None and fixed is None and all(
+            b is not None and np.ndim(b) == 0 for b in bounds):
+        low, high = (float(b) for b in bounds)
+        make = dtype.type
+
+        def uniform_scalar(shape, lo, hi):  # one draw between bounds the graph fixes (an epsilon-greedy test)
+            return make(low + (high - low) * rt.rng(key, seed).random())
+        return uniform_scalar
+
     def uniform(shape, lo, hi):
         g = rt.rng(key, seed)
         # None: one draw, a scalar (size () costs 3x as much)
