@@ -4,7 +4,9 @@ A Variable's value never changes under someone who holds it: a read hands out th
 (no copy), so a write makes a new array, unless nothing but the Variable references the current
 one. Then the write updates it in place, as TF's resource variables do when their buffer's
 reference count is one: a replay memory of 10,000 rows written a row per step would otherwise
-be copied whole every step.
+be copied whole every step. The kernels write in place through a writable view of that array which
+they keep on the Variable (`Variable.writer`, made once per array): the array itself stays read-only for
+everyone who reads it, and a write pays no unfreeze and freeze (a quarter of a replay memory row's write).
 
 Every write reads the value, computes and stores under the Variable's `update_lock`, so runs on
 several threads (a converted function called from threads, in either execution mode, on one
@@ -41,7 +43,7 @@ def _store(var, new) -> np.ndarray:
     if new.dtype != var.dtype:
         new = new.astype(var.dtype)
     new.setflags(write=False)  # setflags: a third of the time of going through `flags`
-    var.value = new
+    var.value, var.writer = new, None
     return _out(new)
 
 
@@ -53,31 +55,49 @@ def _references(holder):
 
 class _Probe:
     value = None
+    writer = None
 
 
-def _sole_reference_count() -> int:
-    # what _references counts for an array that only one attribute holds; measured, since how
-    # many references the interpreter's own frames hold differs between Python versions
+def _reference_counts() -> tuple[int, int]:
+    # what _references counts for an array that only one attribute holds, and that one attribute and its
+    # writer (a view) hold; measured, since how many references the interpreter's own frames hold differs
+    # between Python versions
     probe = _Probe()
     probe.value = np.zeros(1)
-    return _references(probe)[1]
+    sole = _references(probe)[1]
+    probe.writer = probe.value.view()
+    return sole, _references(probe)[1]
 
 
-_SOLE = _sole_reference_count()
+_SOLE, _HELD = _reference_counts()
+
+
+def _writer_of(var) -> np.ndarray | None:
+    """A writable view of the Variable's array when the Variable alone holds the array (views and exported
+    buffers reference it too; the writer aside), made once and kept on the Variable; else None. Call it
+    under the Variable's lock."""
+    cur, refs = _references(var)
+    w = var.writer
+    if w is not None and w.base is cur:
+        return w if refs == _HELD else None
+    var.writer = None  # a view of an array the Variable no longer holds (a `load` replaced it)
+    if refs != _SOLE or cur.base is not None:
+        return None
+    cur.setflags(write=True)
+    w = cur.view()  # stays writable after its base is frozen again
+    cur.setflags(write=False)
+    var.writer = w
+    return w
 
 
 def _update_in_place(var, write) -> np.ndarray | None:
     """Applies `write` to the Variable's array in place and returns it, when the Variable alone
-    holds the array (views and exported buffers reference it too); else None, changing nothing."""
-    cur, refs = _references(var)
-    if refs != _SOLE or cur.base is not None:
+    holds the array; else None, changing nothing."""
+    w = _writer_of(var)
+    if w is None:
         return None
-    cur.setflags(write=True)
-    try:
-        write(cur)
-    finally:
-        cur.setflags(write=False)
-    return _out(cur)
+    write(w)
+    return _out(var.value)
 
 
 def _broadcasts_to(shape, target) -> bool:
@@ -148,29 +168,21 @@ def _assign_update(node, rt):
     def apply(delta):
         # the update in place of a delta that fits (an optimizer's step on a weight) written out
         with lock:
-            cur, refs = _references(var)
-            if refs != _SOLE or cur.base is not None:
+            w = _writer_of(var)
+            if w is None:
                 return _update_locked(var, delta, ufunc, scalar_op, counter, fits)
-            cur.setflags(write=True)
-            try:
-                ufunc(cur, delta, out=cur, casting="unsafe")
-            finally:
-                cur.setflags(write=False)
-            return _out(cur)
+            ufunc(w, delta, out=w, casting="unsafe")
+            return _out(var.value)
 
     def count(delta):
         # a counter's update in place written out (an agent's step counts several): numpy's scalar arithmetic,
         # stored with the unsafe cast that out= makes
         with lock:
-            cur, refs = _references(var)
-            if refs != _SOLE or cur.base is not None:
+            w = _writer_of(var)
+            if w is None:
                 return _update_locked(var, delta, ufunc, scalar_op, counter, fits)
-            cur.setflags(write=True)
-            try:
-                cur[()] = scalar_op(cur[()], delta)
-            finally:
-                cur.setflags(write=False)
-            return cur[()]
+            w[()] = scalar_op(w[()], delta)
+            return w[()]
     return count if counter else apply if fits else update
 
 
@@ -199,15 +211,11 @@ def _assign_item(node, rt):
         def assign_row(value, i):  # v[i] = value: a replay memory's row, the common case
             key = operator.index(i)
             with lock:
-                cur, refs = _references(var)
-                if refs != _SOLE or cur.base is not None:
+                w = _writer_of(var)
+                if w is None:
                     return _assign_item_copy(var, key, value)
-                cur.setflags(write=True)
-                try:
-                    cur[key] = value
-                finally:
-                    cur.setflags(write=False)
-                return cur
+                w[key] = value
+                return var.value
         return assign_row
 
     def assign_item(value, *dyn):
@@ -215,15 +223,11 @@ def _assign_item(node, rt):
         # calls and closure around the write cost as much as the write itself
         key = key_of(dyn)
         with lock:
-            cur, refs = _references(var)
-            if refs != _SOLE or cur.base is not None:
+            w = _writer_of(var)
+            if w is None:
                 return _assign_item_copy(var, key, value)
-            cur.setflags(write=True)
-            try:
-                cur[key] = value
-            finally:
-                cur.setflags(write=False)
-            return _out(cur)
+            w[key] = value
+            return _out(var.value)
     return assign_item
 
 

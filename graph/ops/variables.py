@@ -164,6 +164,9 @@ class Variable(metaclass=_CreatedThroughScopes):
         # held by whatever reads the value, changes it and writes it back (exec's assign kernels, `load`):
         # runs on several threads update a Variable atomically, as TF's assign_add does
         self.update_lock = threading.Lock()
+        # a writable view of `value` that exec's assign kernels keep while the Variable alone holds the array,
+        # so that an update in place writes through it instead of unfreezing and freezing the array each time
+        self.writer = None
 
     # -- Python-side access ------------------------------------------------------------------
     def load(self, value) -> None:
@@ -172,14 +175,14 @@ class Variable(metaclass=_CreatedThroughScopes):
         self._check_value(arr.dtype, arr.shape, "load")
         new = _frozen(np.array(np.broadcast_to(arr, self.shape), dtype=self.dtype))
         with self.update_lock:
-            self.value = new
+            self.value, self.writer = new, None
 
     assign_value = load
 
     def reset(self) -> None:
         """Back to the initial value."""
         with self.update_lock:
-            self.value = self.initial_value
+            self.value, self.writer = self.initial_value, None
 
     @property
     def ndim(self) -> int:

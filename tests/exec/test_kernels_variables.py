@@ -103,3 +103,44 @@ def test_a_read_consumed_after_a_later_write_sees_the_value_before_it():
     for _ in range(3):
         got_late, got_w = sess.run([late, w])
         assert got_late[0] != 100.0 and got_w[0] == 100.0
+
+
+@pytest.mark.parametrize("kind", range(4))
+def test_writes_through_the_kept_writer_leave_the_array_read_only(kind):
+    """Writes in place go through a writable view the Variable keeps; the array everyone reads stays
+    read-only, values held from before any of the writes keep their values, and a `load` or `reset` in
+    between is never written through a writer of the array it replaced."""
+    v = G.Variable(np.arange(4, dtype=np.float32))
+    writes = _writes(v)
+    for k in range(3):
+        writes[kind](k)  # the first copies (the initial value is shared); then in place, through the writer
+    assert v.writer is not None and v.writer.base is v.value and not v.value.flags.writeable
+    held = v.value
+    before = held.copy()
+    writes[kind](3)
+    np.testing.assert_array_equal(held, before)
+    assert v.value is not held and not v.value.flags.writeable
+    loaded = np.full(4, 8, np.float32)
+    v.load(loaded)
+    replaced = v.value
+    writes[kind](1)  # copies: `replaced` is held here
+    np.testing.assert_array_equal(replaced, loaded)
+    del replaced
+    for k in range(2):
+        writes[kind](k)
+    v.reset()
+    np.testing.assert_array_equal(v.value, np.arange(4, dtype=np.float32))
+    writes[kind](0)
+    np.testing.assert_array_equal(v.initial_value, np.arange(4, dtype=np.float32))
+
+
+def test_a_counter_written_through_its_writer_reads_as_numpy_scalars():
+    v = G.Variable(np.int64(0))
+    g = G.Graph()
+    with g.as_default():
+        step = v.assign_add(1)
+    from exec import Session
+    sess = Session(g)
+    got = [sess.run(step) for _ in range(4)]
+    assert got == [1, 2, 3, 4] and all(type(x) is np.int64 for x in got)
+    assert v.writer is not None and not v.value.flags.writeable and v.value == 4
