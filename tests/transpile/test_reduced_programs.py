@@ -16,3 +16,17 @@ def unpack_a_state_vector(z0, n):
 
 def test_a_tensor_of_known_length_unpacks_into_its_rows():
     assert_like_python(unpack_a_state_vector, (np.array([1.0, 0.5]), 3), (np.array([2.0, 1.0]), 0))
+
+
+def indices_on_a_stack(a):
+    out = np.zeros(len(a), dtype=np.int64)
+    stack = []                        # empty: its items' dtype is told by the append after the read
+    for i, v in enumerate(a):
+        while stack and a[stack[-1]] < v:
+            out[stack.pop()] = i
+        stack.append(i)
+    return out, len(stack)
+
+
+def test_a_stack_of_loop_indices_read_before_its_first_append_indexes():
+    assert_like_python(indices_on_a_stack, (np.array([1.0, 3.0, -1.0, 5.0]),), (np.zeros(0),))

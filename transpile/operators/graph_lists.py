@@ -51,7 +51,9 @@ class GraphList:
             return values
         values = list(values)
         if not values:
-            spec = like or ItemSpec(np.dtype(np.float64), (), float)
+            # until the first item added tells them, reads see Python ints: an index read back
+            # (`a[stack[-1]]`) indexes, and a number computed from one takes the others' dtype as a weak scalar
+            spec = like or ItemSpec(np.dtype(np.int64), (), int)
             return cls(graph.zeros((0, *spec.shape), spec.dtype), spec.python_type, guessed=like is None)
         kinds = {weak_type(v) for v in values}
         python_type = kinds.pop() if len(kinds) == 1 else None
