@@ -77,12 +77,9 @@ class Program:
                                                # "gradients", "gradients_relaxed"
 
 
-# Why a check of a program fails (transpile: reported, not fixed here); each is a strict xfail.
-REVERSED_LIST = (
-    "`for bp in reversed(backptrs)` over a list appended in a graph loop: TypeError: len() of a list whose length "
-    "changes in graph control flow is a graph tensor: converted code computes it (ag.len); code that is not "
-    "converted cannot (reversed() of such a list is not converted)")
 def _xfail(reason, *checks) -> dict:
+    """A program's checks that fail (transpile: reported, not fixed yet), each a strict xfail for `reason`;
+    no program has one now."""
     return {check: reason for check in checks}
 
 
@@ -110,8 +107,7 @@ PROGRAMS = {
     "knapsack_1d": Program(knapsack.knapsack_1d, knapsack.cases(), grad=Grad((0,), cases=(1,))),
     "viterbi": Program(viterbi.viterbi, viterbi.cases(), drop=("Assert",), grad=Grad((1, 2, 3), outputs=(1,))),
     "viterbi_log": Program(
-        viterbi.viterbi_log, _log_model(viterbi.cases()), grad=Grad((1, 2, 3), outputs=(0,)),
-        xfail=_xfail(REVERSED_LIST, "relaxed", "onnx_relaxed", "gradients_relaxed")),
+        viterbi.viterbi_log, _log_model(viterbi.cases()), grad=Grad((1, 2, 3), outputs=(0,))),
     # sampling (the draws of np.random: test_samplers_* below)
     "char_sampler_inverse_cdf": Program(char_sampler.sample_inverse_cdf, char_sampler.cases(),
                                         python_numbers_may_differ=True, export=False),  # np.searchsorted: NumpyCall

@@ -30,3 +30,18 @@ def indices_on_a_stack(a):
 
 def test_a_stack_of_loop_indices_read_before_its_first_append_indexes():
     assert_like_python(indices_on_a_stack, (np.array([1.0, 3.0, -1.0, 5.0]),), (np.zeros(0),))
+
+
+def backtrack_over_reversed_pointers(scores, n):
+    pointers = []                     # built in a graph loop: a list whose length the graph decides
+    for t in range(n):
+        pointers.append(np.argmax(scores[t]))
+    path = [0]
+    for p in reversed(pointers):
+        path.append(int(p) + path[-1])
+    return path
+
+
+def test_reversed_of_a_list_built_in_a_graph_loop_is_iterated_by_a_graph_loop():
+    scores = np.array([[0.1, 0.9], [0.8, 0.2], [0.3, 0.7]])
+    assert_like_python(backtrack_over_reversed_pointers, (scores, 3), (scores, 0))

@@ -247,6 +247,11 @@ class GraphList:
         raise TypeError("len() of a list whose length changes in graph control flow is a graph tensor: converted "
                         "code computes it (ag.len); code that is not converted cannot")
 
+    def __reversed__(self) -> "GraphList":
+        """`reversed(lst)`: its items, last first, which a `for` loop iterates as a graph loop (builtins'
+        reversed() would need len(), a graph tensor here)."""
+        return GraphList(self.items[::-1], self.python_type)
+
     def __iter__(self):
         raise TypeError("a list whose length changes in graph control flow is iterated by a graph loop: iterate "
                         "it in converted code (a `for` loop over it)")
