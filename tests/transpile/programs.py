@@ -22,7 +22,8 @@ of an `if` on the Python int argument `n`.
 valid code: Python numbers that accumulate other dtypes in nested loops (`c = 0`
 summing floats, `s = 0.0` halved and summing float32 items), a nested dict changed in
 branches and loops, `acc` read in the loops that append to it (`len(acc)`,
-`acc[-1]`, `for e in acc`), `and`/`or` on an int (`m`) used as a truth value,
+`acc[-1]`, `for e in acc`, `for e in reversed(acc)`), `v` unpacked into its
+items, `and`/`or` on an int (`m`) used as a truth value,
 functions defined in the program with their own returns, loops over a Python
 list or a static range whose exit depends on a tensor, indexing a Python list
 with a static loop index, and `try`/`except` of an error Python raises.
@@ -128,6 +129,7 @@ class _Gen:
                 lambda: "b = b + len(acc) * 0.25",
                 lambda: "b = b + acc[-1] * 0.5 if len(acc) > 0 else b - 0.25",
                 lambda: "b = b * 0.5 + 1.0 if m and a > 2 else b",
+                lambda: "t0, t1, t2 = v; b = b + t1 * 0.25 - t2 * 0.125",   # unpacking a float64[3] tensor
             ]
             options += [lambda name=name: f"b = b + weights[{name}]" for name in scope if name in self.static]
             # `s = 0.0` a Python float that branches and loops may keep one (halved) before float32 items
@@ -220,7 +222,7 @@ class _Gen:
                 out += [pad + "else:", pad + "    " + self.assign(scope, iterating_v)]
             return out
         forms = ["range_n", "range_n", "over_v", "enumerate_v", "python_range"]
-        forms += ["python_list", "over_acc"] if self.extended else []
+        forms += ["python_list", "over_acc", "reversed_acc"] if self.extended else []
         form = self.pick(forms)
         if form == "range_n":
             head, names, over_v = f"for j{i} in range(n):", (f"j{i}",), False
@@ -232,15 +234,17 @@ class _Gen:
             head, names, over_v = f"for e{i} in [0.5, 1.5, -1.0]:", (), False
         elif form == "over_acc":
             head, names, over_v = f"for e{i} in acc:", (), False
+        elif form == "reversed_acc":
+            head, names, over_v = f"for e{i} in reversed(acc):", (), False
         else:
             head, names, over_v = f"for j{i} in range({self.k(1, 3)}):", (f"j{i}",), False
             self.static.add(f"j{i}")
-        self.iterating_acc += form == "over_acc"
+        self.iterating_acc += form in ("over_acc", "reversed_acc")
         body = self.block(indent + 4, depth + 1, names[0] if names else f"e{i}", scope + names,
                           iterating_v or over_v)
-        if form in ("python_list", "over_acc"):
+        if form in ("python_list", "over_acc", "reversed_acc"):
             body = [pad + f"    b = b + e{i} * 0.25"] + body
-        self.iterating_acc -= form == "over_acc"
+        self.iterating_acc -= form in ("over_acc", "reversed_acc")
         out = [pad + head] + body
         if self.draw(st.integers(0, 3)) == 0:
             out += [pad + "else:", pad + "    " + self.assign(scope, iterating_v)]
