@@ -307,14 +307,19 @@ class Graph:
 
     def update_node(self, node: Node, *, inputs: Sequence[Tensor] | None = None,
                     control_inputs: Sequence[Node] | None = None, attrs: Mapping[str, Any] | None = None,
-                    new_outputs: Sequence[tuple] = ()) -> tuple[Tensor, ...]:
+                    new_outputs: Sequence[tuple] = (), device: str | None = None) -> tuple[Tensor, ...]:
         """Changes `node`, already in the graph, for the rewrites that must (see `Node`): `inputs` and
         `control_inputs` replace its edges as they are (no routing into contexts), `attrs` updates its
-        attributes, `new_outputs` appends outputs of these (dtype, shape). The version changes, so what
-        was derived from the graph (plans, the index, feed checks) is derived again. Returns the outputs
-        added."""
+        attributes, `new_outputs` appends outputs of these (dtype, shape), `device` places it (as a
+        `device` scope would have; "" unplaces it). The version changes, so what was derived from the
+        graph (plans, the index, feed checks) is derived again: a graph placed after it ran (a
+        transpile.function's trace) runs partitioned from its next run on. Returns the outputs added."""
         if node.graph is not self:
             raise GraphError(f"update_node: {node.name} belongs to another graph")
+        if device:
+            parse_device(device)  # a bad name is refused here, as `Graph.device` refuses it
+        if device is not None:
+            node.device = device
         if inputs is not None:
             node.inputs[:] = inputs  # in place: the node's record stays the one object
         if control_inputs is not None:
