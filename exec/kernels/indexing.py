@@ -79,9 +79,24 @@ def _getitem(node, rt):
             return x.take(i, 0) if type(x) is np.ndarray and type(i) is np.ndarray else np.asarray(x)[i]
         return getitem_rows
 
+    if _arrays_in_order(items, node.inputs[1:], node.inputs[0].shape):
+        def getitem_arrays(x, *dyn):  # x[rows, cols] (a Q-value per row): the arrays are the key as they come
+            return x[dyn]
+        return getitem_arrays
+
     def getitem(x, *dyn):
         return np.asarray(x)[key_of(dyn)]
     return getitem
+
+
+def _arrays_in_order(items, inputs, shape) -> bool:
+    """Whether the index is only integer arrays of rank 1 or more, `inputs` in their order, into an array of
+    `shape` of known rank at least their number: then the tuple of the input values is numpy's key (no
+    conversion of each, and no scalar among them, which indexing would take otherwise than a 0-d array)."""
+    if not items or len(items) != len(inputs) or shape is None or len(shape) < len(items):
+        return False
+    return all(isinstance(it, Dyn) and it.kind == "array" and it.pos == k and t.dtype.kind in "iu"
+               and t.shape is not None and len(t.shape) >= 1 for k, (it, t) in enumerate(zip(items, inputs)))
 
 
 def _rows_by_array(node, items) -> bool:
@@ -90,7 +105,8 @@ def _rows_by_array(node, items) -> bool:
     if len(items) != 1 or not isinstance(items[0], Dyn) or items[0].kind != "array":
         return False
     x, i = node.inputs[0], node.inputs[1]
-    return x.shape is not None and len(x.shape) >= 2 and i.dtype.kind in "iu"
+    return x.shape is not None and len(x.shape) >= 2 and i.dtype.kind in "iu" and i.shape is not None \
+        and len(i.shape) >= 1
 
 
 def _is_mask(it) -> bool:
@@ -146,6 +162,10 @@ def _getitem_grad(node, rt):
         arrays = [it.pos for it in items if isinstance(it, Dyn) and it.kind == "array"]
         static = _static_shape(node, 1)  # the input's shape, when the graph fixes it: converted once
 
+        fixed = _fixed_distinct_pick(node, items, rows, static)
+        if fixed is not None:
+            return fixed
+
         def getitem_grad_distinct(grad, shape, *dyn):
             # x[rows, j] with rows a constant of distinct values picks each element at most once (a Q-value
             # per row of a batch): an assignment adds what np.add.at would, at a fraction of its cost
@@ -161,6 +181,22 @@ def _getitem_grad(node, rt):
     def getitem_grad(grad, shape, *dyn):
         return scatter_add(shape, grad, items, key_of(dyn))
     return getitem_grad
+
+
+def _fixed_distinct_pick(node, items, rows: tuple, static: tuple | None):
+    """getitem_grad_distinct where the graph fixes what it checks per call: the output's shape and dtype, the
+    arrays' shapes (those of the distinct rows), and the key (the arrays as they come, in order); else None."""
+    dtype = node.outputs[0].dtype
+    if static is None or dtype != node.inputs[0].dtype or any(t.shape != rows for t in node.inputs[2:]) or \
+            not _arrays_in_order(items, node.inputs[2:], static):
+        return None
+    zero = dtype.type(0)
+
+    def getitem_grad_picks(grad, shape, *dyn):
+        out = np.zeros(static, dtype)
+        out[dyn] = grad + zero  # 0 + g, as np.add.at gives: -0.0 becomes 0.0
+        return out
+    return getitem_grad_picks
 
 
 def _distinct_rows(node, items) -> tuple | None:
