@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 import graph
 import transpile
-from dist.exchange import FeedMismatchError
+from dist.exchange import FeedMismatchError, GraphMismatchError
 from dist.mpi import RemoteRunError
 from exec import RunError, Session, multi_device
 from tests.dist.helpers import within
@@ -205,3 +205,38 @@ def test_variables_written_before_a_run_fails_are_shared_too(comm):
     np.testing.assert_array_equal(counter.value, [6.0, 6.0])  # iterations 0-5 wrote it, on both ranks
     assert within(60, sess.run, i, {n: 3}) == 3
     np.testing.assert_array_equal(counter.value, [9.0, 9.0])
+
+
+@transpile.function(static_argnames="k")
+def _shifted(x, k):
+    with graph.device("/task:1/cpu:0"):
+        y = x * 2.0 + k  # k: a Const of the graph
+    with graph.device("/task:0/cpu:0"):
+        return y - 1.0
+
+
+@transpile.function(static_argnames="k")
+def _scaled_k_times(x, k):
+    for _ in range(k):  # a Python loop: the graph has k steps
+        with graph.device("/task:1/cpu:0"):
+            x = x * 2.0 + 1.0
+    with graph.device("/task:0/cpu:0"):
+        return x + 1.0
+
+
+@pytest.mark.parametrize("function", [_shifted, _scaled_k_times], ids=["a constant", "the graph's size"])
+def test_a_static_argument_given_other_values_on_each_rank_raises_graph_mismatch_on_both(comm, function):
+    """A static argument is no feed: each rank traced a graph of its own. Where k was only a constant in
+    it, their Sends and Recvs still met by name and rank 0 (k=1) silently got rank 1's answer (k=2); where
+    it decided the graph's size, the ranks waited for values never sent. Now both raise GraphMismatchError,
+    a FeedMismatchError naming the first node that differs and its line."""
+    rank = comm.Get_rank()
+    x = np.array([1.0, 0.5])
+    with pytest.raises(FeedMismatchError) as info:
+        within(60, function, x, 1 + rank)
+    text = str(info.value)
+    assert isinstance(info.value, GraphMismatchError), text
+    assert "ran different graphs" in text and "rank 0: " in text and "rank 1: " in text, text
+    assert "The first node that differs (built at " in text and "test_feeds_and_variables.py" in text, text
+    # the ranks agree again: each gets Python's answer
+    np.testing.assert_array_equal(within(60, function, x, 2), function.python_function(x, 2))
