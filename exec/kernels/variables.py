@@ -11,9 +11,13 @@ everyone who reads it, and a write pays no unfreeze and freeze (a quarter of a r
 Every write reads the value, computes and stores under the Variable's `update_lock`, so runs on
 several threads (a converted function called from threads, in either execution mode, on one
 device or several) update it atomically, as TF's assign_add does; without it two threads could
-read the same value and one update was lost. A read of an array takes the lock too: otherwise it
-could fetch the array between a write's reference count check and its in-place update, and see
-it change. A scalar read copies the value out at once (`value[()]`) and needs no lock.
+read the same value and one update was lost. A read of an array could fetch the array between a
+write's reference count check and its in-place update, and see it change: a write in place says it
+is under way (`Variable.writing`, set before its check, cleared after its update), and a read that
+sees it after taking the array takes the lock and reads again. Otherwise the array it took was
+either written before it took it, or is referenced by it at any later check, so never written in
+place (a read that took the lock every time cost twice as much). A scalar read copies the value out
+at once (`value[()]`).
 
 The lock is taken with `with`, never `acquire()` then `try`: Python may raise a Ctrl-C's
 KeyboardInterrupt right after `acquire()` returns, before the `try`, and the lock stayed held, so
@@ -75,19 +79,23 @@ _SOLE, _HELD = _reference_counts()
 def _writer_of(var) -> np.ndarray | None:
     """A writable view of the Variable's array when the Variable alone holds the array (views and exported
     buffers reference it too; the writer aside), made once and kept on the Variable; else None. Call it
-    under the Variable's lock."""
+    under the Variable's lock; where it gives a view, the write in place is under way (`var.writing`) until
+    the caller has written and cleared it (a write that raises leaves it set: reads take the lock then)."""
+    var.writing = True  # before the check: a read that takes the array after it waits for the write
     cur, refs = _references(var)
     w = var.writer
     if w is not None and w.base is cur:
-        return w if refs == _HELD else None
-    var.writer = None  # a view of an array the Variable no longer holds (a `load` replaced it)
-    if refs != _SOLE or cur.base is not None:
-        return None
-    cur.setflags(write=True)
-    w = cur.view()  # stays writable after its base is frozen again
-    cur.setflags(write=False)
-    var.writer = w
-    return w
+        if refs == _HELD:
+            return w
+    elif refs == _SOLE and cur.base is None:
+        cur.setflags(write=True)
+        w = var.writer = cur.view()  # stays writable after its base is frozen again
+        cur.setflags(write=False)
+        return w
+    else:
+        var.writer = None  # a view of an array the Variable no longer holds (a `load` replaced it)
+    var.writing = False
+    return None
 
 
 def _update_in_place(var, write) -> np.ndarray | None:
@@ -97,6 +105,7 @@ def _update_in_place(var, write) -> np.ndarray | None:
     if w is None:
         return None
     write(w)
+    var.writing = False
     return _out(var.value)
 
 
@@ -119,8 +128,11 @@ def _read(node, rt):
     lock = var.update_lock
 
     def read():
-        with lock:
-            return var.value
+        value = var.value
+        if var.writing:  # a write in place may have checked the references before `value` was taken
+            with lock:
+                return var.value
+        return value
     return read
 
 
@@ -172,6 +184,7 @@ def _assign_update(node, rt):
             if w is None:
                 return _update_locked(var, delta, ufunc, scalar_op, counter, fits)
             ufunc(w, delta, out=w, casting="unsafe")
+            var.writing = False
             return _out(var.value)
 
     def count(delta):
@@ -182,6 +195,7 @@ def _assign_update(node, rt):
             if w is None:
                 return _update_locked(var, delta, ufunc, scalar_op, counter, fits)
             w[()] = scalar_op(w[()], delta)
+            var.writing = False
             return w[()]
     return count if counter else apply if fits else update
 
@@ -215,6 +229,7 @@ def _assign_item(node, rt):
                 if w is None:
                     return _assign_item_copy(var, key, value)
                 w[key] = value
+                var.writing = False
                 return var.value
         return assign_row
 
@@ -227,6 +242,7 @@ def _assign_item(node, rt):
             if w is None:
                 return _assign_item_copy(var, key, value)
             w[key] = value
+            var.writing = False
             return _out(var.value)
     return assign_item
 

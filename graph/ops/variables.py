@@ -165,8 +165,11 @@ class Variable(metaclass=_CreatedThroughScopes):
         # runs on several threads update a Variable atomically, as TF's assign_add does
         self.update_lock = threading.Lock()
         # a writable view of `value` that exec's assign kernels keep while the Variable alone holds the array,
-        # so that an update in place writes through it instead of unfreezing and freezing the array each time
+        # so that an update in place writes through it instead of unfreezing and freezing the array each time;
+        # and whether such an update is under way, for the reads that do not take the lock
+        # (exec/kernels/variables.py)
         self.writer = None
+        self.writing = False
 
     # -- Python-side access ------------------------------------------------------------------
     def load(self, value) -> None:

@@ -139,3 +139,42 @@ def test_a_value_read_never_changes_when_the_variable_is_updated_in_place(mode):
         np.testing.assert_array_equal(held, copy)  # it was not written in place after it was read
         assert np.all(held == held[0])  # one whole write's value
     np.testing.assert_array_equal(v.value, np.full(64, 601.0))
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_reads_on_other_threads_see_whole_writes_that_never_change(mode):
+    """Reads that do not take the lock, beside writes in place of an array large enough that numpy lets other
+    threads run during the write: each read sees one whole write's value, and keeps it."""
+    v = G.Variable(np.zeros(200_000), name="big")
+
+    @transpile.function(mode=mode)
+    def write():
+        v.assign_add(np.ones(200_000))
+
+    @transpile.function(mode=mode)
+    def read():
+        return v.read()
+
+    write()
+    kept = []
+    done = threading.Event()
+
+    def reader():
+        while not done.is_set():
+            got = read()
+            kept.append((got, got[0], got[-1]))
+
+    readers = [threading.Thread(target=reader) for _ in range(2)]
+    for t in readers:
+        t.start()
+    try:
+        for _ in range(300):
+            write()
+    finally:
+        done.set()
+        for t in readers:
+            t.join()
+    assert kept
+    for held, first, last in kept:
+        assert first == last and held[0] == first and held[-1] == last  # whole, and unchanged since
+    np.testing.assert_array_equal(v.value, np.full(200_000, 301.0))
