@@ -49,7 +49,7 @@ def _has_a_loop(source: str) -> bool:
     return "for " in source or "while " in source
 
 
-@same_on_every_rank(24)
+@same_on_every_rank(40)
 @given(programs(max_depth=3, max_statements=14, idioms=True).filter(_has_a_loop), st.integers(0, 3), _floats, _arrays,
        st.sampled_from(sorted(PLACEMENTS)), st.integers(0, 2 ** 31))
 def test_idiom_program_across_ranks_matches_one_device_and_python(source, n, x, arr, placement, seed):
