@@ -222,7 +222,9 @@ class _Gen:
                 out += [pad + "else:", pad + "    " + self.assign(scope, iterating_v)]
             return out
         forms = ["range_n", "range_n", "over_v", "enumerate_v", "python_range"]
-        forms += ["python_list", "over_acc", "reversed_acc"] if self.extended else []
+        forms += ["python_list", "over_acc"] if self.extended else []
+        # (inside a loop that appends to acc, reversed(acc) is refused: transpile/README.md)
+        forms += ["reversed_acc"] if self.extended and loop is None else []
         form = self.pick(forms)
         if form == "range_n":
             head, names, over_v = f"for j{i} in range(n):", (f"j{i}",), False

@@ -91,6 +91,11 @@ class TensorList:
                 self.size() + index
         return self.read(index)
 
+    def __reversed__(self):
+        # (its items so far are not known before the body's first append is traced: refused, not guessed)
+        raise StagingError("reversed() of a list inside the graph loop that appends to it is not supported; "
+                           "iterate its indices instead: `for k in range(len(lst) - 1, -1, -1): e = lst[k]`")
+
     def __repr__(self) -> str:
         return f"<TensorList {self.array!r}>"
 

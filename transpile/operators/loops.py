@@ -190,10 +190,14 @@ def for_stmt(iterable, loop_body, state=(), names=(), loop_test=None, facts: Loo
 _END = object()
 
 
+# reversed() of a list or tuple: as bounded as the sequence (`for e in reversed(acc)`)
+_SEQUENCE_ITERATORS = (type(reversed([])), reversed)
+
+
 def _check_has_length(iterable, where: str) -> None:
     """A loop whose exit depends on a graph tensor goes through an iterable in Python only if it has a
     length (each remaining item an iteration in a graph cond): else a StagingError saying what to do."""
-    if hasattr(iterable, "__len__"):
+    if hasattr(iterable, "__len__") or isinstance(iterable, _SEQUENCE_ITERATORS):
         return
     raise StagingError(
         f"{where} iterates over {describe(iterable)}, so it runs in Python while the graph is built, but "
