@@ -267,10 +267,10 @@ class Exchange:
         Raises FeedMismatchError when the feeds differed (GraphMismatchError, the graphs: then the ranks
         exchange nothing more, since what one sends the other may not expect), else this rank's `error`,
         else the error of a rank whose part failed before computing a fetch this rank needs."""
-        self._wait()  # the others' graphs and feeds, sent as their runs began
-        if isinstance(self._mismatch, GraphMismatchError):
-            raise self._first_difference() from None
         self._send_results(results if error is None else None)
+        self._wait()  # the others' graphs and feeds, sent as their runs began
+        if isinstance(self._mismatch, GraphMismatchError):  # (what this rank sent, the others do not read)
+            raise self._first_difference() from None
         for k, device in self.ex.fetches:
             if device not in self.mine:
                 self._expect(_key(task_of(device), self.rank, f"fetch:{k}"))
