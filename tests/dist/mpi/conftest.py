@@ -22,17 +22,6 @@ def world_size() -> int:
 def pytest_configure(config):
     if world_size() >= 2:
         import dist.mpi  # noqa: F401  (multi-device runs go across the ranks; dist.launch imports it too)
-        draw_alike_on_every_rank()
-
-
-def draw_alike_on_every_rank() -> None:
-    """Derandomized hypothesis draws the same examples on every rank only if nothing else feeds its
-    choices: it also mixes in constants it collects from the project's modules loaded so far, and the
-    ranks load different ones (each imports the kernels its own devices run), so after some dozens of
-    examples the ranks drew different inputs for one example (rank 0 fed `arr` [0, 0.11, 0], rank 1
-    [0, 0.11, -1.43]). Without that pool, both draw alike."""
-    from hypothesis.internal.conjecture import providers
-    providers._get_local_constants = providers.Constants
 
 
 def pytest_collection_modifyitems(config, items):
