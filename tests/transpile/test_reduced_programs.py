@@ -34,6 +34,22 @@ def test_a_stack_of_loop_indices_read_before_its_first_append_indexes():
     assert_like_python(indices_on_a_stack, (np.array([1.0, 3.0, -1.0, 5.0]),), (np.zeros(0),))
 
 
+def last_two_kept(a):
+    stack = []
+    for v in a:
+        if len(stack) > 1:
+            stack.pop(0)
+        stack.append(7)
+    return stack
+
+
+def test_an_empty_list_a_graph_loop_resizes_keeps_its_python_int_items():
+    """The list enters the body empty with a guessed item dtype (Python ints); the body's first item told
+    the same, and the loop was not built again, so each iteration began from an empty list ([7], not
+    [7, 7])."""
+    assert_like_python(last_two_kept, (np.arange(5.0),), (np.zeros(1),))
+
+
 def backtrack_over_reversed_pointers(scores, n):
     pointers = []                     # built in a graph loop: a list whose length the graph decides
     for t in range(n):

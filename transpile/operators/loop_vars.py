@@ -195,9 +195,12 @@ def _resized_output(v_in, v_out, name: str, where: BodyWhere) -> BodyOutput:
     if not isinstance(v_out, GraphList):
         raise StagingError(f"{where.label} is a list whose length the graph loop changes{where.at}; it must "
                            f"stay a list (it became {describe(v_out)})")
-    if v_out.spec != v_in.spec and not v_out.guessed:
+    if (v_out.spec != v_in.spec or v_in.guessed) and not v_out.guessed:
         # an empty list's first item tells its items' dtype and shape; an item that is not a Python
-        # number makes them numpy's: the loop starts with what its iterations leave
+        # number makes them numpy's: the loop starts with what its iterations leave. A guessed list
+        # entering the body is empty in every iteration (its first item replaces its items), so once
+        # the body adds one the loop is built again with a list that keeps what earlier iterations added,
+        # also where the guess was right (an index appended: Python ints)
         return BodyOutput(change=Resized(v_out.spec))
     return BodyOutput(v_out)
 
