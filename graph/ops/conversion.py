@@ -146,7 +146,30 @@ def _beside(t: Tensor, kind, other) -> Tensor:
     """`t`, standing for a Python number of type `kind`, in the dtype numpy gives it beside an array
     of dtype `other` (`0.5 + float32` is float32)."""
     dtype = np.result_type(kind(0), other) if isinstance(other, np.dtype) else t.dtype
-    return t if dtype == t.dtype else make_op("Cast", [t], {"dtype": dtype}).outputs[0]
+    if dtype == t.dtype:
+        return t
+    checks = [_fits(t, dtype)] if kind is int and _narrower(dtype, t.dtype) else []
+    return make_op("Cast", [t], {"dtype": dtype}, control_inputs=checks).outputs[0]
+
+
+def _narrower(dtype, than) -> bool:
+    """Whether integer `dtype` holds fewer values than integer dtype `than` (int8 than int64)."""
+    if dtype.kind not in "iu" or than.kind not in "iu":
+        return False
+    a, b = np.iinfo(dtype), np.iinfo(than)
+    return a.min > b.min or a.max < b.max
+
+
+def _fits(t: Tensor, dtype):
+    """A run-time check that the integer `t` fits in `dtype`: numpy raises OverflowError for a Python
+    int that does not (`int8_array + 300`), where a cast would wrap it silently."""
+    info, source = np.iinfo(dtype), np.iinfo(t.dtype)
+    low = constant(np.array(max(info.min, source.min), t.dtype))
+    high = constant(np.array(min(info.max, source.max), t.dtype))
+    inside = make_op("LogicalAnd", [make_op("GreaterEqual", [t, low]).outputs[0],
+                                    make_op("LessEqual", [t, high]).outputs[0]]).outputs[0]
+    message = f"Python integer out of bounds for {dtype} (numpy raises OverflowError)"
+    return make_op("Assert", [inside, t], {"message": message})
 
 
 def is_tensor_like(v) -> bool:

@@ -49,6 +49,19 @@ def assert_same(got, want, path: str = "result", python_numbers_may_differ: bool
     np.testing.assert_allclose(g, w, rtol=1e-12, atol=0, equal_nan=True, err_msg=path)
 
 
+def assert_same_types(got, want, path="result"):
+    """`got` has `want`'s Python types throughout: an int where Python has an int (not np.int64), an
+    array or numpy scalar of the same dtype where Python has one."""
+    if isinstance(want, (list, tuple)):
+        assert type(got) is type(want) and len(got) == len(want), f"{path}: {got!r} != {want!r}"
+        for i, (g, w) in enumerate(zip(got, want, strict=True)):
+            assert_same_types(g, w, f"{path}[{i}]")
+        return
+    assert type(got) is type(want), f"{path}: {type(got).__name__} {got!r}, Python's {type(want).__name__}"
+    if isinstance(want, (np.ndarray, np.generic)):
+        assert got.dtype == want.dtype, f"{path}: dtype {got.dtype}, Python's {want.dtype}"
+
+
 def assert_like_python(fn, *argsets, modes=MODES, python_numbers_may_differ=False, **options):
     """For every argument tuple: `transpile.function(fn)` returns what `fn` returns and leaves its
     arguments as `fn` leaves them, in each mode. Returns the converted functions."""

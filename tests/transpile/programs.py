@@ -297,6 +297,67 @@ def programs(draw, max_depth: int = 3, max_statements: int = 14, prints: bool = 
     return header + "\n".join(body) + "\n    " + gen.ret + "\n"
 
 
+INDEX_HEADER = ("import numpy as np\n\n\ndef program(n, x, arr):\n    f32 = arr.astype(np.float32)\n"
+                "    f16 = arr.astype(np.float16)\n    i8 = np.zeros(3, np.int8)\n    i16 = np.ones(3, np.int16)\n"
+                "    u8 = np.zeros(3, np.uint8)\n    k = 0\n    idx = []\n")
+INDEX_RETURN = "return f32, f16, i8, i16, u8, k, idx"
+
+
+class _IndexGen:
+    """Programs where loop indices (`range`, `enumerate`, a `while` counter) and a Python-int counter `k`
+    meet float32, float16, int8, int16 and uint8 arrays and a list of ints: Python ints are weak beside
+    arrays (NEP 50), so each array keeps its dtype, and `k` and the items of `idx` stay ints. Values stay
+    inside every array's range (numpy would raise OverflowError for an int that does not fit)."""
+
+    def __init__(self, draw, max_depth: int, max_statements: int):
+        self.draw, self.max_depth, self.budget = draw, max_depth, max_statements
+        self.fresh = itertools.count()
+
+    def pick(self, options):
+        return self.draw(st.sampled_from(options))
+
+    def assign(self, index: str | None) -> str:
+        options = ["k += 1", "k = (k * 3 + 1) % 7", "f32 = f32 + k * 0.5", "f16 = f16 * 0.5 - k",
+                   "i16 = (i16 + k) % 1000", "idx.append(k)"]
+        if index is not None:
+            options += [f"f32 = f32 * 0.5 + {index}", f"f16 = f16 - {index} * 0.25", f"i8 = (i8 + {index}) % 50",
+                        f"i16 = i16 * 2 % 1000 + {index}", f"u8 = (u8 + {index}) % 200", f"k = (k + {index}) % 9",
+                        f"idx.append({index})", f"i8 = i8 - {index} % 3", f"f32 = f32 + f16[{index} % 3]"]
+        return self.pick(options)
+
+    def block(self, indent: int, depth: int, index: str | None) -> list[str]:
+        lines: list[str] = []
+        for _ in range(self.draw(st.integers(1, 3))):
+            if self.budget <= 0:
+                break
+            self.budget -= 1
+            lines += self.statement(indent, depth, index)
+        return lines or [" " * indent + "pass"]
+
+    def statement(self, indent: int, depth: int, index: str | None) -> list[str]:
+        pad = " " * indent
+        kind = self.pick(["assign", "assign", "if", "loop", "loop"] if depth < self.max_depth else ["assign"])
+        if kind == "assign":
+            return [pad + self.assign(index)]
+        if kind == "if":
+            test = self.pick(["f32[0] > x", "k > 2", f"f16[1] < {self.pick(['0.5', '-0.5'])}"])
+            return [pad + f"if {test}:"] + self.block(indent + 4, depth + 1, index)
+        i = next(self.fresh)
+        form = self.pick(["range", "enumerate", "while"])
+        if form == "while":
+            head = [pad + f"c{i} = 0", pad + f"while c{i} < n:", pad + f"    c{i} += 1"]
+            return head + self.block(indent + 4, depth + 1, f"c{i}")
+        head = f"for j{i} in range(n):" if form == "range" else f"for j{i}, e{i} in enumerate(f32[:n]):"
+        return [pad + head] + self.block(indent + 4, depth + 1, f"j{i}")
+
+
+@st.composite
+def index_programs(draw, max_depth: int = 2, max_statements: int = 10) -> str:
+    """A program of `_IndexGen`: inputs `n` (a small int), `x` (a float), `arr` (3 floats)."""
+    body = _IndexGen(draw, max_depth, max_statements).block(4, 0, None)
+    return INDEX_HEADER + "\n".join(body) + "\n    " + INDEX_RETURN + "\n"
+
+
 def define(source: str):
     """Defines `program` from source, registered with linecache so that it can be converted."""
     filename = f"/flowgraph-random/program_{next(_counter)}.py"

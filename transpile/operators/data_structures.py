@@ -11,7 +11,7 @@ from graph.node import Tensor
 from transpile.operators.arrays import MutableArray, set_array_item
 from transpile.operators.carry import Appended, ElementInference, ElementProbe
 from transpile.operators.graph_lists import GraphList
-from transpile.operators.leaves import describe, is_tensor, is_weak, leaf_dtype, weak_type
+from transpile.operators.leaves import describe, is_tensor, is_weak, leaf_dtype, mark_weak_type, weak_type
 from transpile.operators.staging import StagingError
 from transpile.operators.trace_state import trace_state
 
@@ -53,6 +53,10 @@ class TensorList:
         python_type = kind if self.python_type is NO_ITEMS or self.python_type is kind else None
         return TensorList(self.array.write(self.array.size(), value), self.probe, python_type)
 
+    def with_python_type(self, python_type) -> "TensorList":
+        """The list with items of `python_type` (what a graph loop's appends left in it)."""
+        return TensorList(self.array, self.probe, python_type)
+
     def size(self) -> Tensor:
         return self.array.size()
 
@@ -74,7 +78,11 @@ class TensorList:
 
     def _element_before_first_append(self) -> Tensor:
         if self.probe is not None:
-            return self.probe.stand_in()
+            # the guess stands for items of any dtype: weak, so that it gives way to what it meets, a Python
+            # number included (`s + i` of an index i is the other dtype's, as with Python's items)
+            t = self.probe.stand_in()
+            mark_weak_type(t, int if t.dtype.kind in "iu" else float)
+            return t
         for frame in reversed(trace_state().loops):
             index = frame.list_specs.get(id(self.array._spec))
             if index is not None:  # the graph loop carrying it learns the dtype from its appends

@@ -10,7 +10,7 @@ import graph
 from graph.node import Tensor
 from transpile.operators.data_structures import TensorList
 from transpile.operators.graph_lists import GraphList
-from transpile.operators.leaves import convert_leaf, describe, is_tensor
+from transpile.operators.leaves import convert_leaf, describe, is_tensor, mark_weak_type
 from transpile.operators.staging import StagingError
 
 
@@ -34,7 +34,7 @@ class GraphRange:
         start, step = graph.cast(source.start, np.int64), graph.cast(source.step, np.int64)
         if not isinstance(key, slice):
             index = convert_leaf(key, np.int64)
-            return start + graph.where(index < 0, index + n, index) * step
+            return python_int(start + graph.where(index < 0, index + n, index) * step)
         by = 1 if key.step is None else key.step
         if not is_tensor(by) and by == 0:
             raise ValueError("slice step cannot be zero")
@@ -148,7 +148,16 @@ class RangeSource(Source):
         k = graph.cast(k, self.start.dtype)
         if not _static_equals(self.step, 1):
             k = k * self.step
-        return k if _static_equals(self.start, 0) else self.start + k
+        return python_int(k if _static_equals(self.start, 0) else self.start + k)
+
+
+def python_int(t) -> Tensor:
+    """`t`, an item of a range or an enumerate's count, as the Python int it is in Python (whatever the
+    dtype of the bounds): int64, and weak beside arrays (`x * i` of a float32 `x` is float32, as in
+    numpy 2), and an int again where the function returns it (outputs.NumberOutput)."""
+    t = graph.cast(graph.convert(t), np.int64)
+    mark_weak_type(t, int)
+    return t
 
 
 def _static_equals(t: Tensor, value) -> bool:
@@ -192,7 +201,7 @@ class EnumerateSource(Source):
         return self.inner.n()
 
     def item(self, k):
-        return (k + self.start if self.start else k, self.inner.item(k))
+        return (python_int(k + self.start if self.start else k), self.inner.item(k))
 
 
 class ZipSource(Source):

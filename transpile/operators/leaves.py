@@ -60,13 +60,17 @@ def _tensor_weak_type(t: Tensor, marked: dict, budget: int):
     node = t.node
     if budget <= 0 or not node.inputs or not isinstance(t.dtype, np.dtype):
         return None
+    # the same value: from outside a loop, read in its body; from outside a cond, read in a branch
+    if node.op == "Switch" or node.op == "Enter" and node.attrs.get("is_constant"):
+        return _tensor_weak_type(node.inputs[0], marked, budget - 1)
     # a Cast to a Python number's own dtype is the promotion of `s * 0.5` (s an int): a Python float
     if node.op not in _NUMBER_OPS and not (node.op == "Cast" and t.dtype in _PYTHON_DTYPES):
         return None
     types = []
     for i in node.inputs:
-        if i.node.op == "Const" and i.shape == ():
-            if i.node.attrs.get("numpy_scalar"):
+        c = _constant_node(i)
+        if c is not None and i.shape == ():
+            if c.attrs.get("numpy_scalar"):
                 return None  # (np.float32(2) * s is a numpy scalar, as in numpy)
             continue
         kind = _tensor_weak_type(i, marked, budget - 1)
@@ -78,6 +82,15 @@ def _tensor_weak_type(t: Tensor, marked: dict, budget: int):
     kind = float if float in types or t.dtype.kind == "f" else int if int in types else bool
     marked[id(t)] = (t, kind)
     return kind
+
+
+def _constant_node(t: Tensor):
+    """The Const node `t` is, or passes on (a constant in a graph loop's body or cond's branch is made
+    outside it and enters it: `k + 1` of a counter `k`), else None."""
+    node = t.node
+    while node.op in ("Enter", "Switch") and node.inputs:
+        node = node.inputs[0].node
+    return node if node.op == "Const" else None
 
 
 def mark_weak(t, *numbers) -> None:

@@ -30,6 +30,7 @@ from transpile.operators.carry import (
     PROBE,
     Appended,
     Carried,
+    FirstAssigned,
     Fixed,
     LoopMode,
     Probe,
@@ -189,7 +190,7 @@ class LoopTracer:
         for i, v in zip(attempt.carried, values, strict=True):
             current[i] = v
             if i in self.python_numbers:
-                mark_weak_type(v, self.python_numbers[i])
+                mark_weak_type(v.value if isinstance(v, MaybeDefined) else v, self.python_numbers[i])
         return current
 
     # -- the loop's test and body ---------------------------------------------------------------
@@ -294,6 +295,7 @@ class LoopTracer:
         """Reads the body's value of each variable into `attempt.outputs`; returns the changes of modes
         they call for."""
         changes = {}
+        known = set(self.python_numbers)
         for i in range(len(self.spec.state)):
             change = self._output(attempt, i, entering[i], out[i])
             if change is not None:
@@ -305,6 +307,11 @@ class LoopTracer:
         changes.update(fixups)
         if not changes:
             changes.update(self._dtype_changes(attempt))
+        if not changes:
+            # a counter found to stay a Python number (`k += 1`): the body saw it as an int64 tensor, so
+            # what it computed from it is built again seeing a Python int (`idx.append(k)` holds ints)
+            changes.update({i: self.modes[i] for i in set(self.python_numbers) - known
+                            if self.modes[i] == CARRIED})
         return changes
 
     def _output(self, attempt: _Attempt, i: int, entering, out) -> LoopMode | None:
@@ -317,6 +324,8 @@ class LoopTracer:
                 self.python_numbers.pop(i, None)
             if entering is not state[i]:   # traced with a stand-in number
                 return probe_of_a_stand_in(state[i], entering, out)
+        if isinstance(mode, FirstAssigned) and not isinstance(out, MaybeDefined):
+            self._learn_first_assigned(i, out)
         result = body_output(entering, out, mode, spec.names[i], BodyWhere(spec.label(i), spec.facts.body_line))
         if result.change is not None:
             return result.change
@@ -342,6 +351,16 @@ class LoopTracer:
         if isinstance(mode, ReturnValue):
             return value, ReturnValue(joined_spec(mode.spec, value, mode.weak))
         return value, None
+
+    def _learn_first_assigned(self, i: int, value) -> None:
+        """A variable first assigned in the body a Python number (a loop index `i`, `k * 0.5`) is one after
+        the loop too (and in the next iteration), as in Python: weak beside arrays, and a Python number where
+        the function returns it."""
+        kind = weak_type(value)
+        if kind is not None:
+            self.python_numbers[i] = kind
+        else:
+            self.python_numbers.pop(i, None)
 
     def _learn_python_numbers(self, attempt: _Attempt, entering, nodes_before: int) -> None:
         """Python numbers the body keeps Python numbers (`s = s * 0.5`) still stand for them."""
@@ -384,8 +403,12 @@ class LoopTracer:
         final = self._full_state(attempt, outs[attempt.n_internal:])
         for i in attempt.carried:
             mode = self.modes[i]
-            if isinstance(mode, Appended) and not isinstance(self.spec.state[i], TensorList):
-                final[i] = stacked_list(final[i])
+            if isinstance(mode, Appended):
+                # the kind of items the body's appends left (Python ints, floats): the loop variable was
+                # made from the list as it entered
+                final[i] = final[i].with_python_type(attempt.outputs[i].python_type)
+                if not isinstance(self.spec.state[i], TensorList):
+                    final[i] = stacked_list(final[i])
             if isinstance(mode, ReturnValue) and any(mode.weak):
                 _mark_python_numbers(final[i], mode.weak)
             if isinstance(mode, Carried):
