@@ -38,11 +38,11 @@ from exec.node_kinds import (
     TO_PRED,
 )
 from exec.pending import slot_of
-from graph.frames import exit_frame, input_frame, is_nested_in
-from graph.op_names import LOOP_COND
+from graph.control_structure import ControlStructure
+from graph.op_names import LOOP_COND, RECV, SEND
 
 # A dead Send must still tell its Recv (docs/design.md, "Tagged-token rules"): never skip a branch holding one.
-NEVER_SKIPPED_OPS = frozenset({"Send", "Recv"})
+NEVER_SKIPPED_OPS = frozenset({SEND, RECV})
 # False: plans built from now on run untaken branches dead, node by node (to compare against)
 SKIP_UNTAKEN = True
 # where a Switch's predicate (its data input 1) is written in its pending-input record
@@ -79,9 +79,10 @@ class _Candidate:
 
 
 class _Edges:
-    """The plan's edges, both ways."""
+    """The plan's edges, both ways, and its frames (the shared analysis, graph/control_structure.py)."""
 
-    def __init__(self, plan):
+    def __init__(self, plan, flow: ControlStructure):
+        self.flow = flow
         self.lists = [_entry_lists(plan, i) for i in range(len(plan.nodes))]
         self.succ = [[(port, e[0]) for port, es in ls for e in es if e[2] != TO_FETCH] for ls in self.lists]
         self.incoming: list[list] = [[] for _ in plan.nodes]
@@ -99,18 +100,21 @@ class _Edges:
                 self.need[i] = sum(1 for src, _, _ in self.incoming[i] if plan.kind[src] != NEXT)
         self.members: dict = {}
         for i, n in enumerate(plan.nodes):
-            self.members.setdefault(n.frame, []).append(i)
+            self.members.setdefault(flow.frame(n), []).append(i)
 
 
-def plan_skipping(plan) -> Skipping:
+def plan_skipping(plan, flow: ControlStructure) -> Skipping:
     """Finds the skippable branches of `plan` and marks the edges into them from outside (mode
     TO_GUARDED: dropped in an iteration that skips a branch holding their node) and the edges
     that carry a skipping Switch's predicate (TO_PRED: its value decides at once which branch is
-    skipped, before the Switches run; Switches that only feed that branch then never run)."""
+    skipped, before the Switches run; Switches that only feed that branch then never run). `flow` is the
+    frames of the plan's nodes (graph/control_structure.py)."""
     if not SKIP_UNTAKEN:
         return Skipping([], {}, {})
     nodes, kind = plan.nodes, plan.kind
-    edges = _Edges(plan)
+    if flow.problems:
+        return Skipping([], {}, {})  # a plan the frame rules do not hold for runs dead nodes one by one
+    edges = _Edges(plan, flow)
     groups: dict[tuple, list[int]] = {}
     for s, kd in enumerate(kind):
         # A loop's Switches are left alone: skipping its body in the last iteration would save one
@@ -121,8 +125,8 @@ def plan_skipping(plan) -> Skipping:
                 groups.setdefault(pred[0], []).append(s)
     found = []
     for pred, switches in groups.items():
-        frame = nodes[switches[0]].frame
-        if all(nodes[s].frame is frame for s in switches):
+        frame = flow.frame(nodes[switches[0]])
+        if all(flow.frame(nodes[s]) is frame for s in switches):
             for p in (0, 1):
                 c = _analyze(plan, edges, switches, p, frame)
                 if c is not None:
@@ -269,7 +273,7 @@ def _analyze(plan, edges: _Edges, switches, p, frame) -> _Candidate | None:
     the Switches' frame and the loops nested in that frame, a loop it enters has nodes outside it,
     an edge from outside reaches a node that does not wait for all its inputs or that lives in
     another frame, or it holds an op that must run even when dead."""
-    nodes, kind = plan.nodes, plan.kind
+    nodes, kind, flow = plan.nodes, plan.kind, edges.flow
     succ, incoming, need = edges.succ, edges.incoming, edges.need
     own = set(switches)
     gated: set[int] = set()
@@ -294,7 +298,7 @@ def _analyze(plan, edges: _Edges, switches, p, frame) -> _Candidate | None:
     while work:
         x = work.pop()
         # a NextIteration feeds the next iteration; a loop's Exit the frame around the loop
-        if kind[x] == NEXT or kind[x] == EXIT and exit_frame(nodes[x]) is frame:
+        if kind[x] == NEXT or kind[x] == EXIT and flow.exit_frame(nodes[x]) is frame:
             continue
         # A Switch on the predicate can itself be gated (Switch(Switch(x, p):1, p): a value captured
         # twice); its port p edges were counted above
@@ -309,8 +313,8 @@ def _analyze(plan, edges: _Edges, switches, p, frame) -> _Candidate | None:
         n = nodes[x]
         if n.op in NEVER_SKIPPED_OPS:
             return None
-        fx = n.frame
-        if kind[x] == EXIT and exit_frame(n) is frame or kind[x] == NEXT and fx is frame:
+        fx = flow.frame(n)
+        if kind[x] == EXIT and flow.exit_frame(n) is frame or kind[x] == NEXT and fx is frame:
             pass  # dead, it would do nothing
         elif fx is frame and kind[x] != LOOP_MERGE:
             lists = _entry_lists(plan, x)
@@ -321,7 +325,7 @@ def _analyze(plan, edges: _Edges, switches, p, frame) -> _Candidate | None:
                     if e[2] == TO_FETCH or e[0] not in gated:
                         exits.append(e)
                         sources.append(x)
-        elif is_nested_in(fx, frame):
+        elif fx.is_inside(frame):
             nested.add(fx)
             if any(e[2] == TO_FETCH or e[0] not in gated for _, es in _entry_lists(plan, x) for e in es):
                 return None
@@ -330,7 +334,7 @@ def _analyze(plan, edges: _Edges, switches, p, frame) -> _Candidate | None:
         for src, port, e in incoming[x]:
             if src in gated or src in own and port == p:
                 continue
-            if e[2] != PENDING or input_frame(n) is not frame:
+            if e[2] != PENDING or flow.input_frame(n) is not frame:
                 return None
             guarded.add(x)
             entries.add((e[0], e[1]))

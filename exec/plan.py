@@ -41,11 +41,11 @@ from exec.recurrence import on_main_recurrence
 from exec.rendezvous import rendezvous_key
 from graph import op_names
 from graph import shapes as _sh
+from graph.control_structure import ControlStructure
 from graph.core import Node, Tensor
-from graph.frames import exit_frame
 from graph.index import in_graph_order, upstream
 
-_KIND_OF_OP = {op_names.SWITCH: SWITCH, op_names.ENTER: ENTER, op_names.EXIT: EXIT, op_names.NEXT_ITERATION: NEXT, "Send": SEND, "Recv": RECV}
+_KIND_OF_OP = {op_names.SWITCH: SWITCH, op_names.ENTER: ENTER, op_names.EXIT: EXIT, op_names.NEXT_ITERATION: NEXT, op_names.SEND: SEND, op_names.RECV: RECV}
 
 # Elementwise work on at least this many elements goes to the pool (when enabled).
 ASYNC_MIN_ELEMENTS = 1 << 17
@@ -101,6 +101,7 @@ def _build_plan(graph, fetches: list[Tensor], targets: list[Node], feeds: list[T
     _check_request(fetches, feeds)
     fed_nodes = {t.node for t in feeds}
     nodes = prune([t.node for t in fetches] + list(targets), fed_nodes)
+    flow = ControlStructure(nodes, cut=fed_nodes)  # before identities are forwarded: they carry frames
     forward = _forwarded_identities(nodes, fetches, fed_nodes)
     nodes = [n for n in nodes if n not in forward]
     n_nodes = len(nodes)
@@ -115,7 +116,7 @@ def _build_plan(graph, fetches: list[Tensor], targets: list[Node], feeds: list[T
             plan.feeds.append((i, feed_index[n]))
         else:
             check_local(n, device_name)
-            _plan_node(plan, i, n, rt, use_pool)
+            _plan_node(plan, i, n, rt, use_pool, flow)
     _add_edges(plan, forward, fed_nodes)
     _split_invariant_edges(plan)
     _donate(plan, rt, fed_nodes)
@@ -124,7 +125,7 @@ def _build_plan(graph, fetches: list[Tensor], targets: list[Node], feeds: list[T
     else:
         _pack(plan)
     _complete_ports(plan)
-    skipping = plan_skipping(plan)
+    skipping = plan_skipping(plan, flow)
     plan.branches, plan.cond_switches, plan.guards = skipping.branches, skipping.switches, skipping.guards
     for i in plan.cond_switches:
         plan.kind[i] = COND_SWITCH
@@ -149,14 +150,14 @@ def _check_request(fetches: list[Tensor], feeds: list[Tensor]) -> None:
                              "return it from the loop as a loop variable")
 
 
-def _plan_node(plan: Plan, i: int, n: Node, rt, use_pool: bool) -> None:
+def _plan_node(plan: Plan, i: int, n: Node, rt, use_pool: bool, flow: ControlStructure) -> None:
     """Node i's kind, kernel, input counts and pending-input template, and what its kind records."""
     k = _kind(n)
     plan.kind[i] = k
     if k not in SINGLE_OUTPUT_KINDS:
         plan.cons[i] = ([], [], [])
     if k in (NORMAL, MULTI):
-        if n.op == "Placeholder":
+        if n.op == op_names.PLACEHOLDER:
             loc = f" (created at {n.source})" if n.source else ""
             raise ValueError(f"placeholder {n.name!r}{loc} must be fed: pass it in feed_dict")
         plan.fn[i] = get_kernel(n, rt)
@@ -180,7 +181,7 @@ def _plan_node(plan: Plan, i: int, n: Node, rt, use_pool: bool) -> None:
         plan.frame_info[i] = (name, n.attrs["is_constant"], n.attrs["parallel_iterations"])
         plan.num_enters[name] = plan.num_enters.get(name, 0) + 1
     elif k == EXIT:
-        plan.exits.setdefault(exit_frame(n).frame_name, []).append(i)
+        plan.exits.setdefault(flow.exit_frame(n).name, []).append(i)
 
 
 def _add_edges(plan: Plan, forward: set, fed: set) -> None:

@@ -13,5 +13,14 @@ EXIT = "Exit"
 NEXT_ITERATION = "NextIteration"
 LOOP_COND = "LoopCond"
 
+# plumbing that passes treat apart from computation: values from outside, renames, ordering, transfers
+PLACEHOLDER = "Placeholder"
+CONST = "Const"
+IDENTITY = "Identity"
+STOP_GRADIENT = "StopGradient"
+NO_OP = "NoOp"
+SEND = "Send"
+RECV = "Recv"
+
 # the five primitives of the dynamic dataflow design and the predicate marker (graph/control_flow/primitives.py)
 CONTROL_FLOW_OPS = frozenset({SWITCH, MERGE, ENTER, EXIT, NEXT_ITERATION, LOOP_COND})

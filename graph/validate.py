@@ -1,58 +1,78 @@
-"""Structural checks of a graph: inputs exist, frames agree, the only cycles are loop back edges."""
+"""Structural checks of a graph: inputs exist, frames agree, the only cycles are loop back edges.
+
+The frame rules are the shared analysis's (graph/control_structure.py: frames as the dataflow gives them,
+and the edges that leave one outside an Enter or an Exit). What is the validator's own: every input is in
+the graph, the frames the dataflow gives are those the nodes were built in (their recorded contexts), a
+frame name is one loop, NextIterations feed Merges only, Merges wait for no control inputs, and the
+graph has no other cycles.
+"""
 from __future__ import annotations
 
+from graph.control_structure import ControlStructure, FrameProblem, StaticFrame
 from graph.errors import GraphError
-from graph.frames import input_frame, parent_frame
-from graph.index import is_back_edge
-from graph.node import Node
-from graph.op_names import ENTER, EXIT, MERGE, NEXT_ITERATION
+from graph.frames import parent_frame
+from graph.index import producers
+from graph.node import LoopFrame, Node
+from graph.op_names import ENTER, MERGE, NEXT_ITERATION
 from graph.printing import format_graph
 
 
 def validate(graph) -> None:
     """Raises GraphError listing what is structurally wrong (see the module doc)."""
     ids = {id(n) for n in graph.nodes}
+    flow = ControlStructure(graph.nodes)
     problems: list[str] = []
     for n in graph.nodes:
         problems.extend(_input_problems(n, ids))
         problems.extend(_control_problems(n, ids))
         problems.extend(_shape_problems(n))
+        problems.extend(_recorded_frame_problems(n, flow))
     problems.extend(_frames(graph))
+    problems.extend(str(p) for p in flow.problems)
     problems.extend(_cycles(graph))
     if problems:
         raise GraphError("invalid graph:\n  " + "\n  ".join(problems[:20]) + "\n\n" + _listing(graph), None)
 
 
 def _input_problems(n: Node, ids: set[int]) -> list[str]:
-    """Data inputs in the graph and in the frame `input_frame` says; Exits leave a loop directly inside
-    their own frame; back edges stay in their frame."""
-    problems, want = [], input_frame(n)
+    """Data inputs in the graph; a NextIteration feeds only a Merge (the loop's back edge)."""
+    problems = []
     for t in n.inputs:
-        have = t.node.frame
         if id(t.node) not in ids:
             problems.append(f"{n.name}: input {t.name} is not in the graph")
-        elif n.op == EXIT:
-            if have is None or parent_frame(have) is not n.frame:
-                problems.append(f"{n.name}: Exit input {t.name} is not in a loop directly inside this frame")
-        elif is_back_edge(t.node, n):
-            if have is not n.frame:
-                problems.append(f"{n.name}: back edge from {t.name} crosses frames")
-        elif have is not want:
-            problems.append(f"{n.name} ({n.op}): input {t.name} is in frame {_name(have)}, expected {_name(want)}")
         if t.node.op == NEXT_ITERATION and n.op != MERGE:
             problems.append(f"{n.name}: NextIteration {t.node.name} may only feed a Merge")
     return problems
 
 
+def _recorded_frame_problems(n: Node, flow: ControlStructure) -> list[str]:
+    """Where the dataflow first puts a node in another frame than the one it was built in: the node whose
+    frame comes from a node in the frame it was built in (its followers disagree for the same reason)."""
+    derived = flow.frame(n)
+    if not (n.inputs or n.control_inputs) or _same_frame(derived, n.frame):
+        return []
+    source = next(iter(producers(n)), None)
+    if source is not None and source in flow.frame_of and not _same_frame(flow.frame(source), source.frame):
+        return []
+    built = "<root>" if n.frame is None else n.frame.frame_name
+    return [str(FrameProblem(n, f"{n.name} ({n.op}): built in frame {built}, but its inputs put it in frame "
+                                f"{derived.describe()}"))]
+
+
+def _same_frame(derived: StaticFrame, recorded: LoopFrame | None) -> bool:
+    """Whether a frame of the analysis is the recorded loop: the same frame names from the root."""
+    for f in derived.enclosing():
+        if f.parent is None:
+            return recorded is None
+        if recorded is None or recorded.frame_name != f.name:
+            return False
+        recorded = parent_frame(recorded)
+    return recorded is None
+
+
 def _control_problems(n: Node, ids: set[int]) -> list[str]:
-    """Control inputs in the graph and in the frame of the node's inputs (an Exit waits in its loop's);
-    none on a Merge."""
-    problems, want = [], input_frame(n)
-    for c in n.control_inputs:
-        if id(c) not in ids:
-            problems.append(f"{n.name}: control input {c.name} is not in the graph")
-        elif c.frame is not want:
-            problems.append(f"{n.name}: control input ^{c.name} is in frame {_name(c.frame)}, expected {_name(want)}")
+    """Control inputs in the graph; none on a Merge."""
+    problems = [f"{n.name}: control input {c.name} is not in the graph" for c in n.control_inputs if id(c) not in ids]
     if n.op == MERGE and n.control_inputs:  # it fires on its first live input: none can wait
         problems.append(f"{n.name}: a Merge cannot have control inputs "
                         f"({', '.join('^' + c.name for c in n.control_inputs)}); order its inputs instead")

@@ -1,22 +1,16 @@
-"""Recovers structured control flow from a graph: loop frames become loops, Switch/Merge become guards.
+"""Recovers structured control flow from a plan: loop frames become loops, guards become `if`s.
 
-The structure is read off the dataflow itself, as TF's functionalize_while/functionalize_cond
-recover it, so graphs built by hand come out the same as those built by `graph.cond` and
-`graph.while_loop` (whose recorded contexts only name loops in error messages):
+The frames and guards are the shared analysis of the graph's control flow (graph/control_structure.py,
+which reads them off the dataflow, as TF's functionalize_while / functionalize_cond do). What is the
+compiler's own is turning them into Python:
 
-- A node's *frame* is the loop instance its outputs live in: an Enter's is the child frame
-  its `frame_name` names, an Exit's the parent of its input's, any other node's that of its
-  inputs. Every edge but Enter's and Exit's stays inside one frame.
-- A node's *guard*, relative to its frame, is the condition under which it is live in an
-  iteration, as a conjunction of literals "predicate value p is true/false": a Switch's
-  port adds its literal, a Merge is live when one of its inputs is (their guards must form a
-  complete if/else tree, which reduces to one conjunction), any other node needs all its
-  inputs, control inputs included. That is the tagged-token rule for deadness, evaluated
-  once at compile time instead of per token at run time.
+- A Merge's inputs must be live under the leaves of a complete if/else tree (exactly one is live
+  whenever the Merge is), so that its value is one assignment per branch.
 - In a loop frame, the loop's predicate splits the nodes: those live without it run every
   iteration before the test (the *head*: the condition, and nodes of the final iteration),
   those needing it true run after the test (the *body*), those needing it false run once,
   when the loop ends (the *tail*, usually nothing but what the Exits forward).
+- Within a frame, nodes and child loops are ordered topologically, program order first.
 
 Anything else is `Unstructured`: the plan runs on the dataflow executor instead.
 """
@@ -25,37 +19,20 @@ from __future__ import annotations
 import heapq
 from dataclasses import dataclass, field
 
+from graph.control_structure import NEVER, ControlStructure, Literal, StaticFrame
 from graph.index import GraphIndex, in_graph_order, upstream
 from graph.node import Node, Tensor
-from graph.op_names import ENTER, EXIT, LOOP_COND, MERGE, NEXT_ITERATION, SWITCH
+from graph.op_names import CONST, ENTER, EXIT, IDENTITY, LOOP_COND, MERGE, NEXT_ITERATION, NO_OP, STOP_GRADIENT, SWITCH
 
 # Ops whose output is their (first) input, unchanged: compiled code renames, it does not call.
 # (Control inputs only order them and decide whether they are live: both are kept in guards.)
-_RENAMES = frozenset({"Identity", "StopGradient", LOOP_COND})
+_RENAMES = frozenset({IDENTITY, STOP_GRADIENT, LOOP_COND})
 # Ops with no kernel call at all in compiled code.
-_STRUCTURAL = frozenset({ENTER, EXIT, SWITCH, MERGE, NEXT_ITERATION, "NoOp", "Const"}) | _RENAMES
+_STRUCTURAL = frozenset({ENTER, EXIT, SWITCH, MERGE, NEXT_ITERATION, NO_OP, CONST}) | _RENAMES
 
 
 class Unstructured(Exception):
     """The graph has a shape that the compiler does not turn into Python control flow (the reason)."""
-
-
-# A literal is (predicate value key, wanted truth): key = (node id, port) of the value the
-# predicate tensor forwards. A guard is a frozenset of literals; NEVER: never live.
-Literal = tuple
-NEVER = None
-_MISSING = object()
-
-
-@dataclass(eq=False)
-class Frame:
-    """One loop frame of the graph (per parent frame and frame name), or the root (name "")."""
-
-    name: str
-    parent: "Frame | None"
-    depth: int
-    nodes: list = field(default_factory=list)      # nodes whose outputs live in this frame, graph order
-    children: dict = field(default_factory=dict)   # frame name -> Frame
 
 
 # ----------------------------------------------------------------------------- program records
@@ -82,7 +59,7 @@ class Select:
 @dataclass(eq=False)
 class Loop:
     """A loop frame's instance: merges start as `init`, then head / test / body / back edge."""
-    frame: Frame
+    frame: StaticFrame
     context: object                  # the graph's WhileContext when recorded (error messages), else None
     init: list                       # (merge output, value before the loop)
     head: list
@@ -113,87 +90,22 @@ class _Structurer:
     def __init__(self, fetches: list[Tensor], targets: list[Node], feeds: list[Tensor]):
         self.fed = {t.node: t for t in feeds}
         self.nodes = in_graph_order(upstream([t.node for t in fetches] + list(targets), cut=self.fed))
-        self.root = Frame("", None, 0)
-        self.frame_of: dict[Node, Frame] = {}
+        self.flow = ControlStructure(self.nodes, cut=self.fed)
+        if self.flow.problems:
+            raise Unstructured(str(self.flow.problems[0]))
+        self.root = self.flow.root
+        self.frame_of = self.flow.frame_of
         self.index = GraphIndex(self.nodes, cut=self.fed)
-        self.exits: dict[Frame, list] = {}
-        self.guard: dict = {}        # node -> guard; (node, port) -> guard of a Switch port
-        self.position: dict = {}     # frame -> {node or child Frame: its index in the frame's order}
+        self.position: dict = {}     # frame -> {node or child frame: its index in the frame's order}
         self.by_id = {n.id: n for n in self.nodes}
         self.predicates: dict = {}   # literal key -> the canonical tensor tested
         self.alias: dict = {}        # (node id, port) of a Merge whose branches all give one value -> it
         self.used = {(t.node.id, t.index) for n in self.nodes if n not in self.fed for t in n.inputs} | \
             {(t.node.id, t.index) for t in fetches}
 
-    # -- frames ------------------------------------------------------------------------------
-    def assign_frames(self) -> None:
-        for n in self.nodes:
-            chain = []
-            m = n
-            while m not in self.frame_of:
-                chain.append(m)
-                m = self._frame_source(m)
-                if m is None:
-                    break
-            frame = self.root if m is None else self.frame_of[m]
-            for c in reversed(chain):
-                frame = self._frame_after(c, frame)
-                self.frame_of[c] = frame
-        for n in self.nodes:
-            self.frame_of[n].nodes.append(n)
-            self._check_edges(n)
-            if n.op == EXIT:
-                self.exits.setdefault(self.frame_of[n.inputs[0].node], []).append(n)
-
-    def _frame_source(self, n: Node) -> Node | None:
-        """The input whose frame decides `n`'s (None: the root)."""
-        if n in self.fed:
-            return None
-        if n.op == MERGE:
-            data = [t.node for t in n.inputs if t.node.op != NEXT_ITERATION]
-            if not data:
-                raise Unstructured(f"Merge {n.name} has only NextIteration inputs")
-            return data[0]
-        if n.inputs:
-            return n.inputs[0].node
-        return n.control_inputs[0] if n.control_inputs else None
-
-    def _frame_after(self, n: Node, source: Frame) -> Frame:
-        if n in self.fed:
-            if source is not self.root:
-                raise Unstructured(f"fed node {n.name} lives in a loop frame")
-            return self.root
-        if n.op == ENTER:
-            name = n.attrs["frame_name"]
-            child = source.children.get(name)
-            if child is None:
-                child = source.children[name] = Frame(name, source, source.depth + 1)
-            return child
-        if n.op == EXIT:
-            if source.parent is None:
-                raise Unstructured(f"Exit {n.name} is not fed from a loop frame")
-            return source.parent
-        return source
-
-    def _check_edges(self, n: Node) -> None:
-        if n in self.fed:
-            return
-        mine = self.frame_of[n]
-        expect = mine.parent if n.op == ENTER else None
-        for k, src in enumerate([t.node for t in n.inputs] + list(n.control_inputs)):
-            theirs = self.frame_of[src]
-            if n.op == ENTER:
-                ok = theirs is expect
-            elif n.op == EXIT and k == 0:
-                ok = theirs.parent is mine
-            else:
-                ok = theirs is mine
-            if not ok:
-                raise Unstructured(f"edge {src.name} -> {n.name} crosses loop frames outside Enter/Exit")
-
-    # -- guards --------------------------------------------------------------------------------
+    # -- values --------------------------------------------------------------------------------
     def value_key(self, t: Tensor) -> tuple:
-        """The key of the value `t` forwards (through renames, Switches and loop constants)."""
+        """The key of the variable holding `t`'s value in compiled code."""
         t = self.canonical(t)
         return (t.node.id, t.index)
 
@@ -211,20 +123,8 @@ class _Structurer:
                 return t
         return t
 
-    def port_guard(self, t: Tensor):
-        g = self.guard.get((t.node, t.index), _MISSING)
-        return self.guard[t.node] if g is _MISSING else g
-
-    def inputs_guard(self, n: Node, data=None):
-        g = frozenset()
-        for t in (n.inputs if data is None else data):
-            g = _conjoin(g, self.port_guard(t))
-        for c in n.control_inputs:
-            g = _conjoin(g, self.guard[c])
-        return g
-
     # -- frames as code ------------------------------------------------------------------------
-    def order(self, frame: Frame) -> list:
+    def order(self, frame: StaticFrame) -> list:
         """The frame's nodes and child loops (as Frames) in a dependency order, program order first
         (node creation order) among what is ready: effects without edges between them keep the
         order the user wrote them in."""
@@ -240,9 +140,9 @@ class _Structurer:
         for c in units:
             deps[c] = [self._unit(s, frame) for e in c.nodes if e.op == ENTER
                        for s in [t.node for t in e.inputs] + list(e.control_inputs)]
-        return _toposort(deps, lambda u: units[u] if isinstance(u, Frame) else u.id, frame.name)
+        return _toposort(deps, lambda u: units[u] if isinstance(u, StaticFrame) else u.id, frame.name)
 
-    def _unit(self, src: Node, frame: Frame):
+    def _unit(self, src: Node, frame: StaticFrame):
         """What `src` is in `frame`'s order: itself, the child loop it belongs to, or None (outside)."""
         f = self.frame_of[src]
         if f is frame:
@@ -251,20 +151,20 @@ class _Structurer:
             f = f.parent
         return f
 
-    def structure(self, frame: Frame, pred_key=None) -> list:
+    def structure(self, frame: StaticFrame, pred_key=None) -> list:
         """The steps of one iteration of `frame` (of the whole program at the root), in order."""
         steps = []
         order = self.order(frame)
         self.position[frame] = {u: k for k, u in enumerate(order)}
         for u in order:
-            step = self.loop(u) if isinstance(u, Frame) else self.node_step(u, pred_key)
+            step = self.loop(u) if isinstance(u, StaticFrame) else self.node_step(u, pred_key)
             if isinstance(step, Loop):
                 steps.append(step)
             elif step is not None:
                 steps.extend(step)
         return [s for s in steps if s.guard is not NEVER]
 
-    def literal_rank(self, frame: Frame, literal) -> tuple:
+    def literal_rank(self, frame: StaticFrame, literal) -> tuple:
         """Where a literal's test goes among those of one guard (outermost first): predicates of
         enclosing frames first, then in the order `frame` computes them (a loop's values where the
         loop is), so that every predicate is tested only where it has been computed."""
@@ -283,34 +183,23 @@ class _Structurer:
         rank = self.position[common][unit]
         return (0, rank) if common is frame else (-1, common.depth, rank)
 
-    def finish(self, frame: Frame, steps: list) -> None:
+    def finish(self, frame: StaticFrame, steps: list) -> None:
         """Turns the steps' guards into tuples of literals, outermost test first."""
         for s in steps:
             s.guard = tuple(sorted(s.guard, key=lambda lit: self.literal_rank(frame, lit)))
 
     def node_step(self, n: Node, pred_key) -> list | None:
-        if n in self.fed:
-            self.guard[n] = frozenset()
-            return None
         op = n.op
-        if op == ENTER:
-            self.guard[n] = frozenset()
-            return None
-        if op == EXIT:
-            return None  # guarded by its loop (set when the loop is structured)
+        if n in self.fed or op in (ENTER, EXIT):
+            return None  # an Exit's value is its loop's (structured with the loop)
         if op == MERGE:
             return self.merge(n, pred_key)
-        g = self.inputs_guard(n)
-        self.guard[n] = g
         if op == SWITCH:
-            pred = self.canonical(n.inputs[1])
-            key = (pred.node.id, pred.index)
-            self.predicates[key] = pred
-            for port in (0, 1):
-                self.guard[(n, port)] = _conjoin(g, frozenset({(key, bool(port))}))
+            self.predicates[self.flow.value_key(n.inputs[1])] = self.canonical(n.inputs[1])
             return None
         if op in _STRUCTURAL:
             return None
+        g = self.flow.guard(n)
         if g is NEVER:
             return []
         outs = [o if self._is_used(o) else None for o in n.outputs]
@@ -320,16 +209,13 @@ class _Structurer:
         return (t.node.id, t.index) in self.used
 
     def merge(self, n: Node, pred_key) -> list:
-        loop_inputs = [t for t in n.inputs if t.node.op == NEXT_ITERATION]
-        if loop_inputs:
-            self.guard[n] = frozenset()
-            return None
+        if any(t.node.op == NEXT_ITERATION for t in n.inputs):
+            return None  # a loop's: structured with its loop
         if n.control_inputs:
             raise Unstructured(f"Merge {n.name} has control inputs")
-        guards = [self.port_guard(t) for t in n.inputs]
-        merged = _disjoin([g for g in guards if g is not NEVER], pred_key, n)
-        self.guard[n] = merged
-        if merged is NEVER:
+        guards = [self.flow.port_guard(t) for t in n.inputs]
+        _check_complete([g for g in guards if g is not NEVER], pred_key, n)
+        if self.flow.guard(n) is NEVER:
             return []
         out, index_out = n.outputs[0], n.outputs[1] if len(n.outputs) > 1 else None
         if index_out is not None and not self._is_used(index_out):
@@ -345,10 +231,41 @@ class _Structurer:
         cons = self.index.data_consumers(n)
         return len(cons) == 1 and cons[0] in merges
 
-    def loop(self, frame: Frame) -> Loop:
+    def loop(self, frame: StaticFrame) -> Loop:
         enters = [n for n in frame.nodes if n.op == ENTER]
         variables = [e for e in enters if not e.attrs["is_constant"]]
-        outer = [self.inputs_guard(e) for e in enters]
+        g_loop = self._entry_guard(frame, enters)
+        conds = [n for n in frame.nodes if n.op == LOOP_COND]
+        if len(conds) != 1:
+            raise Unstructured(f"frame {frame.name} has {len(conds)} LoopCond nodes")
+        merges, nexts = self._loop_merges(frame, variables)
+        pred = conds[0].inputs[0]
+        pred_key = self.flow.value_key(pred)
+        head, tail, body = _split(self.structure(frame, pred_key), pred_key)
+        for part in (head, tail, body):
+            self.finish(frame, part)
+        taken, final = Literal(pred_key, True), Literal(pred_key, False)
+        if self.flow.guard(conds[0]) != frozenset():
+            raise Unstructured(f"the predicate of frame {frame.name} is not computed in every iteration")
+        for m in merges:
+            if self.flow.guard(nexts[m]) != frozenset({taken}):
+                raise Unstructured(f"the next value of {m.name} is not computed exactly when the loop goes on")
+        for n in frame.exits:
+            if self.flow.port_guard(n.inputs[0]) != frozenset({final}):
+                raise Unstructured(f"Exit {n.name} is not fed when the loop ends")
+        exits = [self.canonical(n.outputs[0]) for n in frame.exits]
+        init = [(m.outputs[0], self.canonical(e.inputs[0])) for e, m in zip(variables, merges, strict=True)]
+        back = [(m.outputs[0], self.canonical(nexts[m].inputs[0])) for m in merges]
+        context = getattr(conds[0], "context", None)
+        if getattr(context, "frame_name", None) != frame.name:
+            context = None
+        return Loop(frame, context, init, head, self.canonical(pred), tail, body, back, exits, g_loop,
+                    _labels(context, merges))
+
+    def _entry_guard(self, frame: StaticFrame, enters: list[Node]):
+        """The guard the loop runs under in its parent frame: its variables must all enter under it, and
+        its constants under it or less."""
+        outer = [self.flow.entry_guard(e) for e in enters]
         var_guards = {g for g, e in zip(outer, enters, strict=True) if not e.attrs["is_constant"]}
         if len(var_guards) != 1:
             raise Unstructured(f"the loop variables of frame {frame.name} enter under different conditions")
@@ -356,11 +273,10 @@ class _Structurer:
         for g, e in zip(outer, enters, strict=True):
             if e.attrs["is_constant"] and g_loop is not NEVER and (g is NEVER or not g <= g_loop):
                 raise Unstructured(f"loop constant {e.name} is live under other conditions than its loop")
-        for e in enters:
-            self.guard[e] = frozenset()  # in the loop's own frame: there in every iteration
-        conds = [n for n in frame.nodes if n.op == LOOP_COND]
-        if len(conds) != 1:
-            raise Unstructured(f"frame {frame.name} has {len(conds)} LoopCond nodes")
+        return g_loop
+
+    def _loop_merges(self, frame: StaticFrame, variables: list[Node]) -> tuple[list, dict]:
+        """Each loop variable's Merge (of its Enter and one NextIteration) and that NextIteration."""
         merges, nexts = [], {}
         for e in variables:
             cons = self.index.data_consumers(e)
@@ -373,62 +289,43 @@ class _Structurer:
         for n in frame.nodes:
             if n.op == NEXT_ITERATION and not self._feeds_one_of(n, nexts):
                 raise Unstructured(f"NextIteration {n.name} does not feed one loop Merge")
-        pred = conds[0].inputs[0]
-        pred_key = self.value_key(pred)
-        steps = self.structure(frame, pred_key)
-        head, tail, body = [], [], []
-        taken, final = (pred_key, True), (pred_key, False)
-        for s in steps:
-            g = s.guard
-            if g is NEVER:
-                continue
-            if taken in g:
-                s.guard = g - {taken}
-                body.append(s)
-            elif final in g:
-                s.guard = g - {final}
-                tail.append(s)
-            else:
-                head.append(s)
-        self.finish(frame, head)
-        self.finish(frame, tail)
-        self.finish(frame, body)
-        if self.guard[conds[0]] != frozenset():
-            raise Unstructured(f"the predicate of frame {frame.name} is not computed in every iteration")
-        for m in merges:
-            if self.guard[nexts[m]] != frozenset({taken}):
-                raise Unstructured(f"the next value of {m.name} is not computed exactly when the loop goes on")
-        exits = []
-        for n in self.exits.get(frame, ()):
-            if self.port_guard(n.inputs[0]) != frozenset({final}):
-                raise Unstructured(f"Exit {n.name} is not fed when the loop ends")
-            self.guard[n] = g_loop
-            exits.append(self.canonical(n.outputs[0]))
-        init = [(m.outputs[0], self.canonical(e.inputs[0])) for e, m in zip(variables, merges, strict=True)]
-        back = [(m.outputs[0], self.canonical(nexts[m].inputs[0])) for m in merges]
-        context = getattr(conds[0], "context", None)
-        if getattr(context, "frame_name", None) != frame.name:
-            context = None
-        recorded = list(getattr(context, "merges", ()))
-        labels = [context.loop_var_name(recorded.index(m)) if m in recorded else "" for m in merges] \
-            if context is not None else [""] * len(merges)
-        return Loop(frame, context, init, head, self.canonical(pred), tail, body, back, exits, g_loop, labels)
+        return merges, nexts
 
 
-def _conjoin(a, b):
-    if a is NEVER or b is NEVER:
-        return NEVER
-    g = a | b
-    if len(g) > 1 and any((k, not v) in g for k, v in g):
-        return NEVER  # needs a predicate true and false at once: never live
-    return g
+def _split(steps: list, pred_key) -> tuple[list, list, list]:
+    """A loop frame's steps as head (live without the loop predicate), tail (needing it false: the loop
+    ended) and body (needing it true), each with that literal taken out of its guard."""
+    head, tail, body = [], [], []
+    taken, final = Literal(pred_key, True), Literal(pred_key, False)
+    for s in steps:
+        g = s.guard
+        if g is NEVER:
+            continue
+        if taken in g:
+            s.guard = g - {taken}
+            body.append(s)
+        elif final in g:
+            s.guard = g - {final}
+            tail.append(s)
+        else:
+            head.append(s)
+    return head, tail, body
 
 
-def _disjoin(guards: list, pred_key, node: Node):
-    """The one conjunction that the guards' disjunction is, or Unstructured: they must be the leaves
-    of a complete if/else tree (so exactly one input is live whenever the Merge is)."""
+def _labels(context, merges: list[Node]) -> list[str]:
+    """Per loop variable, the user's name for it as the loop's recorded context has it ("": unknown)."""
+    if context is None:
+        return [""] * len(merges)
+    recorded = list(getattr(context, "merges", ()))
+    return [context.loop_var_name(recorded.index(m)) if m in recorded else "" for m in merges]
+
+
+def _check_complete(guards: list, pred_key, node: Node) -> None:
+    """Unstructured unless a cond Merge's live inputs' guards are the leaves of a complete if/else tree
+    (exactly one input is live whenever the Merge is), on predicates other than its loop's: then their
+    disjunction is one conjunction, the Merge's guard."""
     if not guards:
-        return NEVER
+        return
     guards = list(guards)
     while len(guards) > 1:
         for i, a in enumerate(guards):
@@ -446,7 +343,6 @@ def _disjoin(guards: list, pred_key, node: Node):
             break
         else:
             raise Unstructured(f"the inputs of Merge {node.name} are not live under complementary conditions")
-    return guards[0]
 
 
 def _toposort(deps: dict, priority, frame_name: str) -> list:
@@ -477,11 +373,10 @@ def _toposort(deps: dict, priority, frame_name: str) -> list:
 def structure(fetches: list[Tensor], targets: list[Node], feeds: list[Tensor]) -> Structured:
     """The plan for `fetches` and `targets` with `feeds` fed, as structured steps (or Unstructured)."""
     s = _Structurer(fetches, targets, feeds)
-    s.assign_frames()
     steps = s.structure(s.root)
     s.finish(s.root, steps)
     results = []
     for t in fetches:
-        g = s.port_guard(t)
+        g = s.flow.port_guard(t)
         results.append((s.canonical(t), g if g is NEVER else tuple(sorted(g, key=lambda lit: s.literal_rank(s.root, lit)))))
     return Structured(list(feeds), steps, results, list(fetches), s.nodes, s.predicates, set(s.fed))
