@@ -14,6 +14,7 @@ from exec.compiled.structure import Unstructured, structure
 from exec.plan import build_plan
 from graph.control_structure import NEVER, ControlStructure, Literal
 from graph.errors import GraphError
+from graph.frames import enclosing_frames
 from graph.index import in_graph_order, upstream
 from graph.op_names import ENTER, EXIT, IDENTITY, LOOP_COND, MERGE, NEXT_ITERATION, SWITCH
 from tests.exec import programs as P
@@ -205,11 +206,7 @@ def test_fed_nodes_are_cut_and_live_in_the_root_frame():
 # ----------------------------------------------------------------------------- the consumers agree
 
 def _recorded_names(frame) -> tuple:
-    names = []
-    while frame is not None:
-        names.append(frame.frame_name)
-        frame = frame.outer.frame if frame.outer is not None else None
-    return tuple(reversed(names))
+    return tuple(reversed([f.frame_name for f in enclosing_frames(frame)]))
 
 
 def _static_names(frame) -> tuple:
