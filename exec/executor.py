@@ -1,7 +1,7 @@
 """The frame-tagged executor: tagged-token dataflow with dynamic frames.
 
 Every value in flight is (value, is_dead) plus its tag, an `Iteration` of a
-`Frame`. The rules (docs/design.md, "Tagged-token rules"; paper, Figure 5):
+`FrameInstance`. The rules (docs/design.md, "Tagged-token rules"; paper, Figure 5):
 
 - Switch forwards its data on the port its predicate selects; the other is dead.
 - Merge fires on its first live input; it is dead only when all inputs are dead.
@@ -75,7 +75,7 @@ _MISSING = object()
 _ready_queue = deque  # the queue of nodes to run; tests replace it to see which nodes ran
 
 
-class Frame:
+class FrameInstance:
     """One dynamic instance of a loop (for a given parent iteration)."""
 
     __slots__ = ("name", "parent", "iters", "first", "last", "max_par", "invariants", "enters_arrived",
@@ -104,12 +104,12 @@ class Iteration:
 
     __slots__ = ("frame", "n", "pending", "outstanding", "children", "skipped", "tag")
 
-    def __init__(self, frame: Frame, n: int):
+    def __init__(self, frame: FrameInstance, n: int):
         self.frame = frame
         self.n = n
         self.pending: dict[int, list] = {}
         self.outstanding = 0      # items queued or running in this iteration
-        self.children: dict[str, Frame] = {}
+        self.children: dict[str, FrameInstance] = {}
         self.skipped: set[int] | None = None  # ids of the branches skipped in this iteration
         self.tag: str | None = None  # its rendezvous frame tag, made on first use (`_tag`)
 
@@ -151,7 +151,7 @@ class _Run:
         self.ready: deque = _ready_queue()
         self.append = self.ready.append
         self.results = [_MISSING] * len(plan.fetches)
-        self.root_frame = Frame("", None, 1, 0)
+        self.root_frame = FrameInstance("", None, 1, 0)
         self.root = Iteration(self.root_frame, 0)
         self.root_frame.iters[0] = self.root
         self.pool = pool
@@ -553,7 +553,7 @@ class _Run:
         name, is_const, par = plan.frame_info[i]
         fr = it.children.get(name)
         if fr is None:
-            fr = it.children[name] = Frame(name, it, par, plan.num_enters[name])
+            fr = it.children[name] = FrameInstance(name, it, par, plan.num_enters[name])
             self._new_iteration(fr, 0)
         fr.enters_arrived += 1
         if is_const:
@@ -568,8 +568,8 @@ class _Run:
         if first is not None and not first.outstanding:
             self._maybe_finish(first)
 
-    def _bind_invariant(self, fr: Frame, i: int, out, dead: bool) -> None:
-        """Writes loop constant `i` into the frame's pending-record templates (Frame.bound)."""
+    def _bind_invariant(self, fr: FrameInstance, i: int, out, dead: bool) -> None:
+        """Writes loop constant `i` into the frame's pending-record templates (FrameInstance.bound)."""
         bound = dict(fr.bound)
         tmpl = self.tmpl
         for dst, slot in self.plan.bindable[i]:
@@ -591,7 +591,7 @@ class _Run:
             return None
         return self._new_iteration(fr, n1)
 
-    def _new_iteration(self, fr: Frame, n: int) -> Iteration:
+    def _new_iteration(self, fr: FrameInstance, n: int) -> Iteration:
         """Iteration `n` of `fr`, holding the loop constants that arrived so far."""
         it = Iteration(fr, n)
         fr.iters[n] = it

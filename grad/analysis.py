@@ -213,7 +213,7 @@ class ForwardIndex:
             inside = self._nodes_within(unit) + self.loop_exits.get(unit, [])
         ids = {id(n) for n in inside}
         # Inputs come in through Switches and Enters, and also straight from other conds'
-        # branches where a gradient cond reads forward values (see grad.build_state).
+        # branches where a gradient cond reads forward values (see grad.mirrors).
         waits = [p for n in inside for p in [t.node for t in n.inputs] + n.control_inputs if id(p) not in ids]
         self._waits[id(unit)] = waits
         return waits

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from grad.accumulate import Grads, conform
 from grad.analysis import is_within, stacked_values, variable_of
-from grad.build_state import GradState
+from grad.mirrors import GradState
 from grad.registry import GradOp, construct_gradient_rule, gradient_rule, is_differentiable
 from graph.control_flow.contexts import CondState, WhileContext
 from graph.control_flow.stack import stack_of

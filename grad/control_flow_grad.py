@@ -26,7 +26,7 @@ paper (section 5) are:
   loop's own predicate counts the forward trip count down.
 
 Forward values the gradient needs come from stacks the forward loop filled
-(see grad.build_state); a cond inside a loop pops its predicate to steer its
+(see grad.mirrors); a cond inside a loop pops its predicate to steer its
 gradient cond, and loops nested in loops apply all this recursively.
 """
 from __future__ import annotations
@@ -78,7 +78,7 @@ def cond_grad(state, s: CondState, grads, var_grads: dict) -> None:
         if g is not None:
             for b in branches:
                 seed(b, m.inputs[b], g)
-    # gradients that gradient conds already sent to values inside the branches (see grad.build_state)
+    # gradients that gradient conds already sent to values inside the branches (see grad.mirrors)
     for t in grads.keys():
         for b, ctx in branches.items():
             if is_within(state.value_context(t), ctx):

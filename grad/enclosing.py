@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from grad.accumulate import Grads, add_n
 from grad.analysis import is_within
 from grad.backprop import backprop_region
-from grad.build_state import GradState
+from grad.mirrors import GradState
 from graph.control_flow.contexts import CondContext, WhileContext
 from graph.core import Tensor
 

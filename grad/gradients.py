@@ -7,9 +7,9 @@ import time
 from grad.accumulate import add_n, conform
 from grad.aliases import check_aliases
 from grad.analysis import ForwardIndex, Target, ancestors, differentiable_dtype, variable_of
-from grad.build_state import GradState
 from grad.carried import check_carried
 from grad.enclosing import Walk, backprop_outwards
+from grad.mirrors import GradState
 from grad.non_differentiable import MODES as NON_DIFFERENTIABLE_MODES
 from grad.non_differentiable import blocking_ops, report
 from graph import dtypes as _dt

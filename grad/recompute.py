@@ -1,6 +1,6 @@
 """The "recompute" memory policy: a gradient loop that computes forward values again instead of popping them.
 
-Under "keep" (grad/build_state.py) a forward loop saves, in every iteration, each value
+Under "keep" (grad/mirrors.py) a forward loop saves, in every iteration, each value
 its gradient reads. A loop built with `memory_policy="recompute", checkpoint_every=k`
 saves only its loop state (the values of its loop variables at the start of an
 iteration) every k-th iteration, and its gradient loop rebuilds what the rules read:
@@ -22,7 +22,7 @@ iteration) every k-th iteration, and its gradient loop rebuilds what the rules r
 
 Loop variables that the body passes on unchanged are not saved (their value is the
 one they entered with), nor are values computed from loop constants alone
-(build_state computes those once, outside the gradient loop).
+(mirrors.py computes those once, outside the gradient loop).
 
 A loop nested in the body is replayed as a copy of it (a while loop built from its
 condition and body again, counting its iterations: its own gradient loop reads the trip
@@ -433,7 +433,7 @@ class _Replay:
         """Where values of forward context `ctx` are built: the loop's replay context, a branch of a
         cond copy being built, the mirror of a branch (the gradient cond takes the same branch), else
         `where`: a value a gradient built in the body read from another cond's branch, through a
-        Switch that is live only when that branch ran (grad.build_state's imports), is computed again
+        Switch that is live only when that branch ran (grad.mirrors's imports), is computed again
         where it is read."""
         got = self.targets.get(ctx)
         if got is not None:

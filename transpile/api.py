@@ -181,7 +181,7 @@ class Function:
         self._static_positions = tuple(p.name in self.static_argnames for p in parameters)
         self.relax_shapes = relax_shapes
         self._traces = TraceCache()
-        self._last: signatures.Signature | None = None
+        self._last: signatures.CallSignature | None = None
         self._variables = VariableScope()
         self._relaxed_captures: dict = {}  # source description -> the shape its captured array is traced with
         self._lock = threading.RLock()
@@ -303,7 +303,7 @@ class Function:
         return self._lookup(sig, bound)
 
     # -- tracing -----------------------------------------------------------------------------
-    def _bind(self, args, kwargs) -> tuple[signatures.Signature, inspect.BoundArguments, list]:
+    def _bind(self, args, kwargs) -> tuple[signatures.CallSignature, inspect.BoundArguments, list]:
         """The call's signature, bound arguments, and argument values (in the order of the signature's names)."""
         try:
             bound = self._signature.bind(*args, **kwargs)
@@ -311,9 +311,9 @@ class Function:
             raise TypeError(f"{self._name}(): {e}") from None
         bound.apply_defaults()
         arguments = signatures.expand_arguments(bound)
-        return signatures.Signature.build(arguments, self.static_argnames), bound, [v for _, _, v in arguments]
+        return signatures.CallSignature.build(arguments, self.static_argnames), bound, [v for _, _, v in arguments]
 
-    def _lookup(self, sig: signatures.Signature, bound, call_key=None) -> Trace:
+    def _lookup(self, sig: signatures.CallSignature, bound, call_key=None) -> Trace:
         """The trace that runs a call of signature `sig` (traced now if none does); remembered
         under `call_key` too, when the call has one. A signature has several traces when the Python
         state they read (captured_state.py) differs between calls."""
@@ -358,7 +358,7 @@ class Function:
             warnings.warn(f"{self._name} was traced {_RETRACE_WARNING_AFTER + 1} times; see its retrace_reports "
                           f"({report})", stacklevel=4)
 
-    def _trace_or_specialize(self, sig: signatures.Signature, bound) -> Trace:
+    def _trace_or_specialize(self, sig: signatures.CallSignature, bound) -> Trace:
         """A trace for `sig`; where graph control flow refuses a construct whose condition depends on
         Python number arguments only (a variable assigned in one branch of `if flag:`), a trace with
         those arguments static instead: one trace per value, as Python would run it."""
@@ -371,7 +371,7 @@ class Function:
             refused = error
         static = self.static_argnames | deciding
         arguments = signatures.expand_arguments(bound)
-        specialized = signatures.Signature.build(arguments, static)
+        specialized = signatures.CallSignature.build(arguments, static)
         trace = self._trace(specialized, bound)
         self._make_static(static)
         logger.info("%s: the Python number argument(s) %s decide a construct that graph control flow cannot "
@@ -391,7 +391,7 @@ class Function:
             if isinstance(now, np.ndarray) and now.dtype == dtype and now.ndim == len(shape):
                 self._relaxed_captures[name] = tuple(d if d == e else None for d, e in zip(shape, now.shape))
 
-    def _trace(self, sig: signatures.Signature, bound: inspect.BoundArguments) -> Trace:
+    def _trace(self, sig: signatures.CallSignature, bound: inspect.BoundArguments) -> Trace:
         with gc_paused():  # graph/gc_pause.py: the collector's walks of a growing heap were a quarter of a build
             settings = TraceSettings(self._name, self.python_function, convert(self.python_function), self.mode,
                                      self.inter_op_threads, self.device, self.maximum_iterations,
@@ -439,7 +439,7 @@ class _BoundFunction:
         return getattr(self._function, name)
 
 
-def _python_scalars_deciding(error: BaseException, sig: signatures.Signature) -> frozenset:
+def _python_scalars_deciding(error: BaseException, sig: signatures.CallSignature) -> frozenset:
     """The arguments passed as Python numbers (graph inputs of the trace) whose placeholders the graph
     conditions recorded on `error` depend on (operators.trace_state.note_conditions)."""
     conditions = getattr(error, "graph_conditions", None) or []
@@ -579,7 +579,7 @@ def export_onnx(fn, example_args, path=None, *, drop=(), dynamic_axes=None):
                              dynamic_axes=dynamic_axes)
 
 
-def _unknown_input_dims(sig: signatures.Signature, dynamic_axes) -> dict[tuple[int, int], set[int]]:
+def _unknown_input_dims(sig: signatures.CallSignature, dynamic_axes) -> dict[tuple[int, int], set[int]]:
     """{(argument, leaf): axes} of the inputs `dynamic_axes` names (by the model's input names, as
     Function._symbolic names the placeholders); graph.onnx.export checks the names and axes."""
     unknown = {}

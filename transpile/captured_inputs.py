@@ -15,7 +15,7 @@ import linecache
 
 import numpy as np
 
-from transpile.sources import Source
+from transpile.sources import ValueSource
 
 _SCALARS = (bool, int, float, complex, str, bytes, type(None), np.generic)
 _serial = itertools.count(1)
@@ -45,7 +45,7 @@ class Check:
 
     expected = ""
 
-    def __init__(self, source: Source):
+    def __init__(self, source: ValueSource):
         self.source = source
         self.read = source.reader()
 
@@ -77,7 +77,7 @@ class Check:
 class ValueCheck(Check):
     """A number, string or None the trace took as it was: the same value (and type) at the source."""
 
-    def __init__(self, source: Source, value):
+    def __init__(self, source: ValueSource, value):
         super().__init__(source)
         self.value, self.expected = value, repr(value)
 
@@ -94,7 +94,7 @@ class ValueCheck(Check):
 class IdentityCheck(Check):
     """An object the trace took as it was: the very same object at the source."""
 
-    def __init__(self, source: Source, value):
+    def __init__(self, source: ValueSource, value):
         super().__init__(source)
         self.value, self.expected = value, describe_value(value)
 
@@ -105,7 +105,7 @@ class IdentityCheck(Check):
 class LengthCheck(Check):
     """A list (its length) or dict (its keys, in order) whose items the trace walked."""
 
-    def __init__(self, source: Source, container):
+    def __init__(self, source: ValueSource, container):
         super().__init__(source)
         self.cls = type(container)
         self.keys = list(container) if isinstance(container, dict) else None
@@ -132,7 +132,7 @@ class LengthCheck(Check):
 class TypeCheck(Check):
     """An object whose attributes the trace walked: of the same class."""
 
-    def __init__(self, source: Source, value):
+    def __init__(self, source: ValueSource, value):
         super().__init__(source)
         self.cls, self.expected = type(value), type(value).__name__
 
@@ -145,7 +145,7 @@ class AliasCheck(Check):
 
     expected = "the same object as before"
 
-    def __init__(self, source: Source, first: Source):
+    def __init__(self, source: ValueSource, first: ValueSource):
         super().__init__(source)
         self.first = first
 
@@ -156,7 +156,7 @@ class AliasCheck(Check):
 class ArrayCheck(Check):
     """A numpy array the trace feeds: of the traced dtype and shape (None: a dim relaxed to any size)."""
 
-    def __init__(self, source: Source, dtype, shape):
+    def __init__(self, source: ValueSource, dtype, shape):
         super().__init__(source)
         self.dtype, self.shape = np.dtype(dtype), tuple(shape)
         self.expected = f"{self.dtype}[{','.join('?' if d is None else str(d) for d in self.shape)}]"
@@ -173,7 +173,7 @@ class ArrayCheck(Check):
 class ScalarCheck(Check):
     """A number fed as a graph input (one whose value changed between calls): of the same kind."""
 
-    def __init__(self, source: Source, dtype):
+    def __init__(self, source: ValueSource, dtype):
         super().__init__(source)
         self.dtype, self.shape = np.dtype(dtype), ()
         self.expected = f"a {self.dtype} number"
@@ -304,13 +304,13 @@ def build(template, results, fed):
 
 
 class Replay:
-    """One write of the function to Python state, applied after each run: `target` is a Source (state
+    """One write of the function to Python state, applied after each run: `target` is a ValueSource (state
     that existed before the trace), an object made by the trace, or a module's globals (`global g;
     g = ...`)."""
 
     def __init__(self, target, kind: str, key, template):
         self.target, self.kind, self.key, self.template = target, kind, key, template
-        self.read = target.reader() if isinstance(target, Source) else (lambda args, obj=target: obj)
+        self.read = target.reader() if isinstance(target, ValueSource) else (lambda args, obj=target: obj)
 
     def apply(self, obj, results, fed) -> None:
         """Makes the write on `obj` (the target, read from its source at the start of the call)."""

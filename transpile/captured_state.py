@@ -55,7 +55,7 @@ from transpile.sources import (
     GlobalSource,
     ItemSource,
     ObjectSource,
-    Source,
+    ValueSource,
 )
 
 # how far the walk goes from a global, closure variable or argument, and how big a container it walks
@@ -102,7 +102,7 @@ def _in_graph(t) -> bool:
     return not isinstance(t, Tensor) or graph.get_default_graph().has_node(t.node)
 
 
-def _input_name(source: Source) -> str:
+def _input_name(source: ValueSource) -> str:
     """A placeholder name for what is read from `source`."""
     return "".join(c if c.isalnum() else "_" for c in source.describe()).strip("_") or "captured"
 
@@ -230,7 +230,7 @@ class StateCapture:
         again rolls back the placeholders made while it was traced."""
         return all(_in_graph(ph) for ph in self.place_inputs.get(place, ()))
 
-    def _install(self, source: Source, value):
+    def _install(self, source: ValueSource, value):
         """Walks the global or cell `source` holding `value`, puts what the trace sees there; its place."""
         place = (id(source.namespace), source.name) if isinstance(source, GlobalSource) else id(source.cell)
         if place in self.places:  # (functions of one module share its globals)
@@ -246,7 +246,7 @@ class StateCapture:
             self.installed.append((source, value))
         return place
 
-    def _forget(self, place, source: Source):
+    def _forget(self, place, source: ValueSource):
         """Forgets what was captured at `place` while a graph cond or loop was built that was then rolled
         back and built again (its placeholders are gone from the graph), putting back the value it held;
         returns that value, to be captured again."""
@@ -262,7 +262,7 @@ class StateCapture:
                 return original
         return source.reader()(self.args)
 
-    def _visit(self, source: Source, value, depth: int):
+    def _visit(self, source: ValueSource, value, depth: int):
         """Walks `value`, found at `source`; returns what the trace sees there (a stand-in for an array)."""
         if isinstance(value, _SCALARS):
             if is_number(value) and self.relaxed.get(source.describe()) is DYNAMIC:
@@ -301,7 +301,7 @@ class StateCapture:
         self.by_id[id(value)] = (source, value, stand_in)
         return stand_in
 
-    def _visit_container(self, source: Source, value, depth: int):
+    def _visit_container(self, source: ValueSource, value, depth: int):
         self.checks.append(LengthCheck(source, value))
         self.by_id[id(value)] = (source, value, value)
         if isinstance(value, tuple):
@@ -316,14 +316,14 @@ class StateCapture:
                 value[key] = seen
         return value
 
-    def _capture(self, source: Source, array: np.ndarray):
+    def _capture(self, source: ValueSource, array: np.ndarray):
         shape = self.relaxed.get(source.describe(), array.shape)
         placeholder = graph.placeholder(array.dtype, shape, name=_input_name(source))
         stand_in = operators.MutableArray(placeholder)
         self.captures.append((source, stand_in, placeholder, ArrayCheck(source, array.dtype, placeholder.shape)))
         return stand_in
 
-    def _capture_scalar(self, source: Source, value):
+    def _capture_scalar(self, source: ValueSource, value):
         """A Python number whose value changed between calls: a graph input from now on."""
         dtype = value.dtype if isinstance(value, np.generic) else graph.dtypes.dtype_of_python_scalar(value)
         placeholder = graph.placeholder(dtype, (), name=_input_name(source))

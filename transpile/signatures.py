@@ -87,7 +87,7 @@ def _structure_key(structure):
 
 
 @dataclass
-class Signature:
+class CallSignature:
     """Per argument: its label, its container structure (None for a leaf) and its leaves' ArgSpecs;
     `key` identifies the signature among a function's traces."""
 
@@ -97,7 +97,7 @@ class Signature:
     key: tuple = ()
 
     @classmethod
-    def build(cls, arguments: list, static_argnames) -> "Signature":
+    def build(cls, arguments: list, static_argnames) -> "CallSignature":
         """The signature of `arguments`, (parameter name, label, value) as `expand_arguments` lists them."""
         names, structures, specs = [], [], []
         for name, label, v in arguments:
@@ -110,7 +110,7 @@ class Signature:
                         for n, s, sp in zip(names, structures, specs, strict=True))
         return sig
 
-    def accepts(self, other: "Signature") -> bool:
+    def accepts(self, other: "CallSignature") -> bool:
         """Whether a call with signature `other` can run this trace (its unknown dims match anything)."""
         if self.names != other.names or len(self.key) != len(other.key):
             return False
@@ -126,7 +126,7 @@ class Signature:
                     return False
         return True
 
-    def relaxed_with(self, other: "Signature") -> "Signature | None":
+    def relaxed_with(self, other: "CallSignature") -> "CallSignature | None":
         """This signature with the dims that differ from `other` unknown (None: they differ otherwise)."""
         if self.names != other.names:
             return None
@@ -145,18 +145,18 @@ class Signature:
                 else:
                     return None
             specs.append(row)
-        sig = Signature(list(self.names), list(self.structures), specs)
+        sig = CallSignature(list(self.names), list(self.structures), specs)
         sig.key = tuple((n, _structure_key(s), tuple(x.key() for x in sp))
                         for n, s, sp in zip(sig.names, sig.structures, specs, strict=True))
         return sig
 
-    def with_unknown_dims(self, unknown: dict[tuple[int, int], set[int]]) -> "Signature":
+    def with_unknown_dims(self, unknown: dict[tuple[int, int], set[int]]) -> "CallSignature":
         """This signature with the dims `unknown[(k, i)]` of leaf i of argument k unknown: a trace of it serves
         every size there (an ONNX export's dynamic axes)."""
         specs = [[ArgSpec("input", a.dtype, tuple(None if j in unknown.get((k, i), ()) else d
                                                    for j, d in enumerate(a.shape)), form=a.form)
                   if a.kind == "input" else a for i, a in enumerate(row)] for k, row in enumerate(self.specs)]
-        sig = Signature(list(self.names), list(self.structures), specs)
+        sig = CallSignature(list(self.names), list(self.structures), specs)
         sig.key = tuple((n, _structure_key(s), tuple(x.key() for x in sp))
                         for n, s, sp in zip(sig.names, sig.structures, specs, strict=True))
         return sig
@@ -190,7 +190,7 @@ _PYTHON_SCALAR_KEYS = {t: ("input", graph.dtypes.dtype_of_python_scalar(t()), ()
 def call_key(values, static) -> tuple | None:
     """A key for a call's argument values (with `static[i]` for a static argument) that is cheap to
     build from the values themselves; None where it does not know them (the call then builds its
-    Signature). Calls with equal keys have equal Signature keys: a key is finer, if anything (it
+    CallSignature). Calls with equal keys have equal CallSignature keys: a key is finer, if anything (it
     tells the types of static values and containers apart, and the order of a dict's keys)."""
     key = []
     for value, is_static in zip(values, static):
@@ -237,7 +237,7 @@ def _container_key(value):
     return (type(value), tuple(items))
 
 
-def retrace_report(fn_name: str, old: Signature, new: Signature) -> str:
+def retrace_report(fn_name: str, old: CallSignature, new: CallSignature) -> str:
     changes = []
     old_by_name = {n: i for i, n in enumerate(old.names)}
     for i, name in enumerate(new.names):

@@ -16,7 +16,7 @@ from typing import Any, Callable
 Reader = Callable[[list], Any]
 
 
-class Source:
+class ValueSource:
     """A place a value is read from; `describe()` names it as the user wrote it (`self.W`, `model['W1']`)."""
 
     def reader(self) -> Reader:
@@ -49,7 +49,7 @@ class Source:
         return f"<{type(self).__name__} {self.describe()}>"
 
 
-class GlobalSource(Source):
+class GlobalSource(ValueSource):
     """A global variable of a function's module (`namespace` is the function's `__globals__`)."""
 
     def __init__(self, namespace: dict, name: str):
@@ -72,7 +72,7 @@ class GlobalSource(Source):
         return self.name
 
 
-class CellSource(Source):
+class CellSource(ValueSource):
     """A variable of an enclosing function, read by a nested function through its closure cell."""
 
     def __init__(self, cell, name: str):
@@ -95,7 +95,7 @@ class CellSource(Source):
         return self.name
 
 
-class ArgumentSource(Source):
+class ArgumentSource(ValueSource):
     """An argument of the call (in the order of the function's signature, *args and **kwargs expanded)."""
 
     def __init__(self, index: int, name: str):
@@ -115,7 +115,7 @@ class ArgumentSource(Source):
         return self.name
 
 
-class ObjectSource(Source):
+class ObjectSource(ValueSource):
     """An object the function is bound to (the `self` of a bound method given to transpile.function)."""
 
     def __init__(self, obj, name: str = "self"):
@@ -135,10 +135,10 @@ class ObjectSource(Source):
         return self.name
 
 
-class AttrSource(Source):
+class AttrSource(ValueSource):
     """An attribute of the value of another source (set in the object's `__dict__`, as it is read)."""
 
-    def __init__(self, base: Source, name: str):
+    def __init__(self, base: ValueSource, name: str):
         self.base, self.name = base, name
 
     def reader(self) -> Reader:
@@ -161,10 +161,10 @@ class AttrSource(Source):
         return f"{self.base.expression()}.{self.name}"
 
 
-class ItemSource(Source):
+class ItemSource(ValueSource):
     """An item of a list or dict that is the value of another source."""
 
-    def __init__(self, base: Source, key):
+    def __init__(self, base: ValueSource, key):
         self.base, self.key = base, key
 
     def reader(self) -> Reader:

@@ -87,7 +87,7 @@ class FedArgument:
 class Trace:
     """The graph traced for a call signature, and how a call runs it."""
 
-    signature: signatures.Signature
+    signature: signatures.CallSignature
     graph: graph.Graph
     placeholders: tuple          # per argument: its placeholder tensors (None for leaves that are not fed)
     output_structure: object     # the return value as traced (its leaves: what OutputLeaf records make)
@@ -196,7 +196,7 @@ class _Traced:
     keep_alive: tuple
 
 
-def build_trace(settings: TraceSettings, variables: VariableScope, sig: signatures.Signature,
+def build_trace(settings: TraceSettings, variables: VariableScope, sig: signatures.CallSignature,
                 bound: inspect.BoundArguments) -> Trace:
     """The trace of `settings`' function for calls of signature `sig` (`bound`: the call's arguments)."""
     g = graph.Graph()
@@ -217,7 +217,7 @@ def build_trace(settings: TraceSettings, variables: VariableScope, sig: signatur
                  _fast_call(settings, sig, fed_arguments, run, traced), traced.keep_alive)
 
 
-def _fed_arguments(sig: signatures.Signature, placeholders: tuple) -> tuple[FedArgument, ...]:
+def _fed_arguments(sig: signatures.CallSignature, placeholders: tuple) -> tuple[FedArgument, ...]:
     """The arguments with graph inputs, each with the leaves of it that are fed."""
     out = []
     for k, phs in enumerate(placeholders):
@@ -300,7 +300,7 @@ class SymbolicArguments:
     arguments as MutableArrays (recorded in `arrays`: a write into one is written back into the
     caller's array after each run, as Python's in-place writes change the caller's array)."""
 
-    def __init__(self, sig: signatures.Signature):
+    def __init__(self, sig: signatures.CallSignature):
         self.sig = sig
         self.placeholders: list = []     # per argument: its placeholders (None for leaves not fed)
         self.keep_alive: list = []
@@ -404,10 +404,10 @@ class TraceCache:
         """Every trace, in the order they were made per signature."""
         return (trace for variants in self._by_signature.values() for trace in variants)
 
-    def by_call_key(self, key) -> tuple[Trace, signatures.Signature] | None:
+    def by_call_key(self, key) -> tuple[Trace, signatures.CallSignature] | None:
         return self._by_call_key.get(key)
 
-    def remember_call(self, key, trace: Trace, sig: signatures.Signature) -> None:
+    def remember_call(self, key, trace: Trace, sig: signatures.CallSignature) -> None:
         if len(self._by_call_key) >= self._MAX_CALL_KEYS:
             self._by_call_key.clear()
         self._by_call_key[key] = (trace, sig)
@@ -416,14 +416,14 @@ class TraceCache:
         """Calls are looked up by signature again (static arguments changed, a new trace was added)."""
         self._by_call_key.clear()
 
-    def variants(self, sig: signatures.Signature, relax_shapes: bool) -> list[Trace] | None:
+    def variants(self, sig: signatures.CallSignature, relax_shapes: bool) -> list[Trace] | None:
         """The traces of `sig` (under relax_shapes, of a traced signature that accepts it), or None."""
         variants = self._by_signature.get(sig.key)
         if variants is None and relax_shapes:
             variants = next((v for v in self._by_signature.values() if v[0].signature.accepts(sig)), None)
         return variants
 
-    def relaxed(self, sig: signatures.Signature) -> signatures.Signature:
+    def relaxed(self, sig: signatures.CallSignature) -> signatures.CallSignature:
         """The signature to trace `sig` with under relax_shapes: the first traced one relaxed to take it
         (its differing dims unknown), else `sig`."""
         for variants in self._by_signature.values():

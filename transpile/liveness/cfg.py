@@ -29,7 +29,9 @@ class CfgNode:
 
 
 @dataclass(eq=False)
-class Graph:
+class Cfg:
+    """A function's control-flow graph: its statements as nodes, the ways control passes between them."""
+
     entry: CfgNode
     exit: CfgNode
     nodes: list
@@ -179,7 +181,7 @@ class _Builder:
     _TryStar = _Try
 
 
-def build(fn_node) -> Graph:
+def build(fn_node) -> Cfg:
     """The CFG of a function's body (a FunctionDef, or a list of statements)."""
     b = _Builder()
     entry = b.new(None, "entry")
@@ -189,10 +191,10 @@ def build(fn_node) -> Graph:
     end = b.block(body, [entry])
     exit_ = b.new(None, "exit")
     b.connect(end + b.returns + b.raises, exit_)
-    return Graph(entry, exit_, b.nodes, b.by_ast, b.stmt_nodes)
+    return Cfg(entry, exit_, b.nodes, b.by_ast, b.stmt_nodes)
 
 
-def dump(graph: Graph) -> str:
+def dump(graph: Cfg) -> str:
     lines = []
     for n in graph.nodes:
         succ = ", ".join(repr(m) for m in n.next)

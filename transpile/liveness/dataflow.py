@@ -3,10 +3,10 @@ from __future__ import annotations
 
 from typing import Callable
 
-from transpile.liveness.cfg import CfgNode, Graph
+from transpile.liveness.cfg import Cfg, CfgNode
 
 
-def solve(graph: Graph, forward: bool, initial, boundary, transfer: Callable, join: Callable):
+def solve(graph: Cfg, forward: bool, initial, boundary, transfer: Callable, join: Callable):
     """Fixed point of `out[n] = transfer(n, join(in-edges))`; returns (in, out) dicts keyed by id(node).
 
     `boundary` is the value flowing into the entry (forward) or out of the exit

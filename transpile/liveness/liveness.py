@@ -14,7 +14,7 @@ def _kills(name, killed) -> bool:
     return any(name.has_prefix(k) or k in name.support for k in killed)
 
 
-def analyze(fn_node, graph: cfg_mod.Graph, effects: dict | None = None) -> None:
+def analyze(fn_node, graph: cfg_mod.Cfg, effects: dict | None = None) -> None:
     """Annotates every statement with LIVE_IN and LIVE_OUT (frozensets of QN).
 
     For a compound statement LIVE_IN is what is live before its header runs and

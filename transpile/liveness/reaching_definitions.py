@@ -10,7 +10,7 @@ from transpile.liveness.dataflow import solve
 from transpile.liveness.name_sets import NameIndex
 
 
-def analyze(fn_node, graph: cfg_mod.Graph, params, effects: dict | None = None) -> None:
+def analyze(fn_node, graph: cfg_mod.Cfg, params, effects: dict | None = None) -> None:
     """Annotates each statement with DEFINED_IN (all paths) and MAYBE_DEFINED_IN (some path).
 
     Only simple names are tracked; composite names count as defined when their
