@@ -36,7 +36,7 @@ from graph.core import Graph, Node
 from graph.frames import parent_frame
 from graph.logs import get_logger
 from graph.node import Tensor
-from graph.op_names import ENTER, LOOP_COND, MERGE, NEXT_ITERATION, SWITCH
+from graph.op_names import CONST, ENTER, LOOP_COND, MERGE, NEXT_ITERATION, RECV, SEND, SWITCH
 from graph.ops.communication import CONTROL_DUMMY
 from graph.printing import format_node
 
@@ -66,7 +66,7 @@ class Partitioned:
         out = []
         for device in self.devices:
             nodes = self.nodes_on(device)
-            cut = sum(n.op in ("Send", "Recv") for n in nodes)
+            cut = sum(n.op in (SEND, RECV) for n in nodes)
             out.append(f"# {device}: {len(nodes)} nodes, {cut} Send/Recv")
             out.extend(format_node(n) for n in nodes)
         return "\n".join(out)
@@ -85,7 +85,7 @@ def partition(graph: Graph, placement: dict[Node, str], nodes: list[Node] | None
 
 def _log_cut(parted: Partitioned, num_nodes: int) -> None:
     sends = sum(len(s) for s in parted.sends.values())
-    recvs = sum(n.op == "Recv" for n in parted.graph.nodes)
+    recvs = sum(n.op == RECV for n in parted.graph.nodes)
     logger.debug("partitioned %d nodes onto %d devices (%s): %d Sends, %d Recvs; %d nodes after (control loops "
                  "included)", num_nodes, len(parted.devices), ", ".join(parted.devices), sends, recvs,
                  len(parted.graph.nodes))
@@ -188,7 +188,7 @@ class _Partitioner:
         got = self.control_recvs.get((c, device))
         if got is None:
             src_device = self.placement[c]
-            dummy = self._new("Const", [], {"value": np.array(True), "dtype": _BOOL}, src_device, c.context, c.source,
+            dummy = self._new(CONST, [], {"value": np.array(True), "dtype": _BOOL}, src_device, c.context, c.source,
                               f"{c.name}/control_dummy", [(_BOOL, ())], controls=[self.copies[c]])
             got = self._pair(dummy.outputs[0], CONTROL_DUMMY + c.name, src_device, device, c.context,
                              c.source).node
@@ -198,9 +198,9 @@ class _Partitioner:
     def _pair(self, value: Tensor, tensor_name: str, src: str, dst: str, context, source) -> Tensor:
         attrs = {"tensor_name": tensor_name, "send_device": src, "recv_device": dst}
         base = value.node.name
-        send = self._new("Send", [value], dict(attrs), src, context, source, f"{base}/send", [])
+        send = self._new(SEND, [value], dict(attrs), src, context, source, f"{base}/send", [])
         self.sends.setdefault(src, []).append(send)
-        recv = self._new("Recv", [], dict(attrs, dtype=value.dtype, shape=value.shape), dst, context, source,
+        recv = self._new(RECV, [], dict(attrs, dtype=value.dtype, shape=value.shape), dst, context, source,
                          f"{base}/recv", [(value.dtype, value.shape)])
         frame = context.frame if context is not None else None
         if frame is not None:
@@ -244,6 +244,6 @@ class _Partitioner:
     def _root_const(self, device: str) -> Node:
         got = self.root_consts.get(device)
         if got is None:
-            got = self.root_consts[device] = self._new("Const", [], {"value": np.array(True), "dtype": _BOOL}, device,
+            got = self.root_consts[device] = self._new(CONST, [], {"value": np.array(True), "dtype": _BOOL}, device,
                                                        None, None, "control_start", [(_BOOL, ())])
         return got

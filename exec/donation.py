@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from graph import shapes as _sh
 from graph.core import Node, Tensor
+from graph.op_names import ENTER, EXIT, IDENTITY, LOOP_COND, MERGE, NEXT_ITERATION, STOP_GRADIENT, SWITCH
 
 # Kernels that return a new array (never an input, a view or a stored value) for outputs of
 # rank >= 1; an in-place kernel returns the exclusive buffer it was given, also new to its reader.
@@ -27,7 +28,7 @@ FRESH_OPS = frozenset({
     "ZerosLike", "OnesLike", "Select", "Cast",
 })
 # Nodes whose output (any port) is one of their data inputs, unchanged.
-_FORWARDING = frozenset({"Exit", "NextIteration", "Merge", "Switch", "Identity", "StopGradient", "LoopCond"})
+_FORWARDING = frozenset({EXIT, NEXT_ITERATION, MERGE, SWITCH, IDENTITY, STOP_GRADIENT, LOOP_COND})
 
 
 def exclusive_inputs(nodes: list[Node], local: dict, fetches: list[Tensor], fed: set) -> dict[int, list[int]]:
@@ -66,7 +67,7 @@ def exclusive_inputs(nodes: list[Node], local: dict, fetches: list[Tensor], fed:
 
 def _source(t: Tensor, local: dict) -> tuple:
     """(node, port) that delivers t in the plan: identities the plan skips are looked through."""
-    while t.node not in local and t.node.op in ("Identity", "LoopCond", "StopGradient") and t.node.inputs:
+    while t.node not in local and t.node.op in (IDENTITY, LOOP_COND, STOP_GRADIENT) and t.node.inputs:
         t = t.node.inputs[0]
     return (t.node, t.index)
 
@@ -76,10 +77,10 @@ def _fresh(n: Node, fed: set, exclusive) -> bool:
         return False
     if n.op in FRESH_OPS:
         return True
-    if n.op == "Enter":
+    if n.op == ENTER:
         return not n.attrs["is_constant"] and exclusive(n.inputs[0])
     if n.op in _FORWARDING:
-        data = n.inputs[:1] if n.op == "Switch" else n.inputs
+        data = n.inputs[:1] if n.op == SWITCH else n.inputs
         return all(exclusive(t) for t in data)
     return False
 

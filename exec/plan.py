@@ -254,7 +254,7 @@ def _pack(plan: Plan) -> None:
             plan.fn[i] = layout.packed(plan.fn[i])
 
 
-_PURE_IDENTITIES = frozenset({"Identity", op_names.LOOP_COND, "StopGradient"})
+_PURE_IDENTITIES = frozenset({op_names.IDENTITY, op_names.LOOP_COND, op_names.STOP_GRADIENT})
 
 
 def _forwarded_identities(nodes: list[Node], fetches, fed) -> set:
@@ -276,7 +276,7 @@ def _bind_constants(plan: Plan) -> None:
     pending = (PENDING, TO_GUARDED)
     kept = []
     for i in plan.sources:
-        if plan.nodes[i].op != "Const":
+        if plan.nodes[i].op != op_names.CONST:
             kept.append(i)
             continue
         value, rest = plan.fn[i](), []
@@ -369,7 +369,7 @@ def _is_heavy(n: Node) -> bool:
 
 # Kernels that return a view, a stored value or a handle: constant time whatever the size, so
 # a pool thread would only add a round trip.
-_CONSTANT_TIME = frozenset({"Const", "Identity", "StopGradient", "ReadVariable", "Transpose", "Reshape",
+_CONSTANT_TIME = frozenset({op_names.CONST, op_names.IDENTITY, op_names.STOP_GRADIENT, "ReadVariable", "Transpose", "Reshape",
                             "ExpandDims", "Squeeze", "BroadcastTo", "Split", "Unstack", "StackPush", "StackPop",
                             "TensorArrayRead", "TensorArrayWrite", "Shape", "Size", "Rank"})
 

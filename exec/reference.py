@@ -14,6 +14,7 @@ from exec import kernels as _kernels
 from exec.runtime import Runtime
 from graph import nest
 from graph.core import Node, Tensor
+from graph.op_names import ENTER, EXIT, MERGE, NEXT_ITERATION, SWITCH
 
 DEAD = type("Dead", (), {"__repr__": lambda self: "DEAD"})()
 
@@ -87,12 +88,12 @@ class ReferenceInterpreter:
 
     def _compute(self, node: Node, scope: _Scope) -> tuple:
         op = node.op
-        if op == "Enter":
+        if op == ENTER:
             return (self.value(node.inputs[0], scope.parent),)
-        if op == "Exit":
+        if op == EXIT:
             return self._run_loop(node.inputs[0].node.context, scope)[node]
-        if op == "Merge":
-            if node.inputs[0].node.op == "Enter" or any(t.node.op == "NextIteration" for t in node.inputs):
+        if op == MERGE:
+            if node.inputs[0].node.op == ENTER or any(t.node.op == NEXT_ITERATION for t in node.inputs):
                 raise RuntimeError(f"loop Merge {node.name} evaluated outside its loop")
             return self._cond_merge(node, scope)
         dead_control = False
@@ -101,7 +102,7 @@ class ReferenceInterpreter:
             if all(v is DEAD for v in self.outputs(c, scope)):
                 dead_control = True
         args = [self.value(t, scope) for t in node.inputs]
-        if op == "Switch":
+        if op == SWITCH:
             data, pred = args
             if data is DEAD or pred is DEAD or dead_control:
                 return (DEAD, DEAD)

@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from typing import Callable, Iterable
 
 from exec.compiled.runtime import describe_iterations
+from graph.op_names import RECV
 
 
 class Aborted:
@@ -103,7 +104,7 @@ def _describe_value(value, recv) -> str:
 def _recv_of(fields: RendezvousKey, graph):
     """The Recv node of `graph` that receives the key's value, or None."""
     for node in graph.nodes:
-        if node.op == "Recv" and node.attrs["tensor_name"] == fields.tensor_name \
+        if node.op == RECV and node.attrs["tensor_name"] == fields.tensor_name \
                 and node.attrs["send_device"] == fields.send_device and node.attrs["recv_device"] == fields.recv_device:
             return node
     return None

@@ -14,7 +14,7 @@ from graph.control_flow.contexts import CondContext, CondState, WhileContext
 from graph.control_flow.stack import pushed_values, stack_of
 from graph.core import Node, Tensor
 from graph.errors import GraphError
-from graph.op_names import ENTER, EXIT, LOOP_COND, MERGE, NEXT_ITERATION, SWITCH
+from graph.op_names import ENTER, EXIT, IDENTITY, LOOP_COND, MERGE, NEXT_ITERATION, SWITCH
 
 LOOP_PLUMBING = frozenset({ENTER, MERGE, SWITCH, NEXT_ITERATION, LOOP_COND})
 
@@ -96,7 +96,7 @@ def origin(t: Tensor) -> Tensor:
     """The value `t` stands for: through Identity, a loop constant's Enter and a cond's Switch."""
     while True:
         n = t.node
-        if n.op == "Identity" and n.inputs:
+        if n.op == IDENTITY and n.inputs:
             t = n.inputs[0]
         elif n.op == ENTER and n.attrs.get("is_constant"):
             t = n.inputs[0]

@@ -45,6 +45,7 @@ from graph.control_flow.contexts import CondContext, CondState, WhileContext
 from graph.control_flow.while_loop import while_loop
 from graph.core import Tensor
 from graph.errors import GraphError, user_location
+from graph.op_names import ENTER, EXIT, IDENTITY, MERGE, NEXT_ITERATION, SWITCH
 from graph.ops.conversion import constant
 from graph.ops.math import greater_equal, sub
 
@@ -157,9 +158,9 @@ def _gradient_cond(grad_state, pred, branches, branch_grad, zeros) -> dict:
                     v = out.get(key)
                     v = zeros(key) if v is None else v
                     if v.node.context is not ctx:  # through the branch, so it is dead when not taken
-                        v = graph.create_node("Identity", [v], name="Identity").outputs[0]
+                        v = graph.create_node(IDENTITY, [v], name="Identity").outputs[0]
                 ins.append(v)
-            m = graph.create_node("Merge", ins, name="Merge", context=outer)
+            m = graph.create_node(MERGE, ins, name="Merge", context=outer)
             state.merges.append(m)
             merged[key] = m.outputs[0]
         state.outputs = list(merged.values())
@@ -256,6 +257,6 @@ def _structural(op_name: str, rule: str):
     return reached
 
 
-for _op, _rule in (("Switch", "a Merge"), ("Merge", "a Switch"), ("Enter", "an Exit"), ("Exit", "an Enter"),
-                   ("NextIteration", "a NextIteration")):
+for _op, _rule in ((SWITCH, "a Merge"), (MERGE, "a Switch"), (ENTER, "an Exit"), (EXIT, "an Enter"),
+                   (NEXT_ITERATION, "a NextIteration")):
     register_gradient(_op)(_structural(_op, _rule))

@@ -28,6 +28,7 @@ from grad.backprop import backprop_region
 from grad.mirrors import GradState
 from graph.control_flow.contexts import CondContext, WhileContext
 from graph.core import Tensor
+from graph.op_names import SWITCH
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,7 +97,7 @@ def _entered_from(region, t: Tensor) -> Tensor | None:
     loop body's constant; None for values computed in `region` and for loop variables."""
     n = t.node
     if isinstance(region, CondContext):
-        if n.op == "Switch" and t.index == region.branch and region.state.switches.get(n.inputs[0]) is n:
+        if n.op == SWITCH and t.index == region.branch and region.state.switches.get(n.inputs[0]) is n:
             return n.inputs[0]
         return None
     if isinstance(region, WhileContext) and region.is_invariant(t):

@@ -36,7 +36,7 @@ from graph.control_flow.stack import add_popped_value, add_pushed_value, stack_n
 from graph.core import Node, Tensor, route
 from graph.devices import canonical_device
 from graph.errors import GraphError
-from graph.op_names import ENTER, EXIT, LOOP_COND, MERGE, NEXT_ITERATION, SWITCH
+from graph.op_names import ENTER, EXIT, IDENTITY, LOOP_COND, MERGE, NEXT_ITERATION, PLACEHOLDER, SWITCH
 from graph.op_registry import get_opdef
 from graph.ops.conversion import constant
 from graph.ops.creation import zeros
@@ -370,14 +370,14 @@ class GradientStack:
             waits.append(_saved.counter_for(loop).exit.node if loop is not None else p)
         handle = route(where, self.handle) if where is not None else self.handle
         # raw: a wait may sit in another branch of a cond on the same predicate, live exactly when this is
-        gate = graph.create_node("Identity", [handle], name="gradients_saved", control_inputs=waits,
+        gate = graph.create_node(IDENTITY, [handle], name="gradients_saved", control_inputs=waits,
                                  context=where).outputs[0]
         self._ready[id(where)] = gate
         return gate
 
 
 # values that are not functions of their inputs alone in one iteration
-_NOT_PURE = frozenset({MERGE, SWITCH, ENTER, EXIT, NEXT_ITERATION, LOOP_COND, "Placeholder"})
+_NOT_PURE = frozenset({MERGE, SWITCH, ENTER, EXIT, NEXT_ITERATION, LOOP_COND, PLACEHOLDER})
 
 
 def _outermost_loop(ctx, top) -> WhileContext | None:

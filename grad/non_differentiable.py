@@ -22,10 +22,10 @@ from grad.analysis import ForwardIndex, Target, differentiable_dtype, origin
 from grad.registry import cut_loop_exit, is_differentiable
 from graph.core import Node, Tensor
 from graph.errors import GraphError, SourceLocation
-from graph.op_names import EXIT, MERGE, NEXT_ITERATION
+from graph.op_names import EXIT, MERGE, NEXT_ITERATION, STOP_GRADIENT
 
 # cut on purpose, or read only the shape of their input
-_NOT_REPORTED = frozenset({"StopGradient", "Shape", "Size", "Rank", "ZerosLike", "OnesLike", "TensorArraySize"})
+_NOT_REPORTED = frozenset({STOP_GRADIENT, "Shape", "Size", "Rank", "ZerosLike", "OnesLike", "TensorArraySize"})
 
 MODES = ("warn", "error", "ignore")
 

@@ -53,6 +53,7 @@ from graph.control_flow.stack import add_popped_value, add_pushed_value, stack_p
 from graph.control_flow.while_loop import while_loop
 from graph.core import Node, Tensor, route
 from graph.errors import GraphError
+from graph.op_names import ENTER, EXIT, IDENTITY, MERGE, SWITCH
 from graph.op_registry import get_opdef
 from graph.ops.conversion import constant
 from graph.ops.math import add, equal, less, logical_or, mod, sub
@@ -229,7 +230,7 @@ class Recompute:
         if not self.values:
             return []
         if after is not None:
-            handle = self.graph.create_node("Identity", [handle], name=name + "_after",
+            handle = self.graph.create_node(IDENTITY, [handle], name=name + "_after",
                                             control_inputs=[after]).outputs[0]
         return stack_pop(handle, self._keys(key), [v.dtype for v in self.values], [v.shape for v in self.values],
                          name=name)
@@ -282,7 +283,7 @@ class Recompute:
 
             def refill_segment():
                 # after the pops of the segment before (see the token below): one segment held at a time
-                after = graph.create_node("Identity", [token], name="previous_popped")
+                after = graph.create_node(IDENTITY, [token], name="previous_popped")
                 ckpt = self._pop(checkpoints, start, "checkpoint", after=after)
 
                 def body(j, *s):
@@ -290,7 +291,7 @@ class Recompute:
                     refill.push_step = self._push(segment, [j], j)
                     refill.step = _Replay(self, self._state_leaves(list(s)), j, {self.loop: graph.context})
                     nxt = [refill.step.value(self.loop.next_iterations[c].inputs[0]) for c in self.carried]
-                    j = graph.create_node("Identity", [add(j, np.int64(1))], name="pushed",
+                    j = graph.create_node(IDENTITY, [add(j, np.int64(1))], name="pushed",
                                           control_inputs=[refill.push_step]).outputs[0]
                     return (j, *nxt)
                 j, *s = while_loop(lambda j, *s: less(j, index), body, (start, *ckpt), parallel_iterations=1,
@@ -298,15 +299,15 @@ class Recompute:
                 refill.branch = graph.context
                 refill.last = _Replay(self, self._state_leaves(list(s)), index, {self.loop: graph.context})
                 refill.push_last = self._push(segment, [route(graph.context, index)], index)
-                return graph.create_node("Identity", [token], name="refilled",
+                return graph.create_node(IDENTITY, [token], name="refilled",
                                          control_inputs=[refill.push_last, j.node]).outputs[0]
 
             refilled = cond(first_met, refill_segment, lambda: token, name="segment")
-            ready = graph.create_node("Identity", [segment], name="segment_ready",
+            ready = graph.create_node(IDENTITY, [segment], name="segment_ready",
                                       control_inputs=[refilled.node]).outputs[0]
             refill.pop = stack_pop(ready, self._keys(index), [np.int64], [()], name="kept")[0].node
             # the token the next backward iteration gets: its segment is refilled and this slot popped
-            self._token_out = graph.create_node("Identity", [refilled], name="popped",
+            self._token_out = graph.create_node(IDENTITY, [refilled], name="popped",
                                                 control_inputs=[refill.pop]).outputs[0]
         self._refill = refill
         # flows read while the inner loop was traced: the iteration after it pops its slot too
@@ -390,11 +391,11 @@ class _Replay:
             return got
         state, loop = self.state, self.loop
         n = t.node
-        if n.op == "Enter" and n.context is loop:
+        if n.op == ENTER and n.context is loop:
             if not n.attrs["is_constant"]:
                 raise GraphError(f"gradients: internal error: loop variable Enter {n.name} reached in a replay")
             return state.resolve(n.inputs[0])
-        if n.op == "Enter" and n.context is not loop and is_within(n.context, loop):
+        if n.op == ENTER and n.context is not loop and is_within(n.context, loop):
             if not n.attrs["is_constant"]:
                 raise GraphError(f"gradients: internal error: loop variable Enter {n.name} of a nested loop "
                                  "reached in a replay")
@@ -417,11 +418,11 @@ class _Replay:
         unit = state.index.cond_unit.get(n)
         if ctx is loop and state._loop_invariant(n, loop):
             out = state._recomputed(t)
-        elif unit is not None and n.op == "Switch":
+        elif unit is not None and n.op == SWITCH:
             out = route(target, self.value(n.inputs[0], target))
-        elif unit is not None and n.op == "Merge" and n in unit.merges:
+        elif unit is not None and n.op == MERGE and n in unit.merges:
             out = self._cond(unit, target)[unit.merges.index(n)]
-        elif n.op == "Exit":
+        elif n.op == EXIT:
             inner = state.index.exit_loop.get(n) or n.inputs[0].node.frame
             out = self._loop(inner, target)[inner.exits.index(n)]
         else:
@@ -494,7 +495,7 @@ class _Replay:
             counts = inner.switches[k].outputs[1] is counter.body
             v = constant(np.int64(0)) if counts else self.value(e.inputs[0], target)
             with graph.in_context(target):
-                v = graph.create_node("Identity", [v], name="loop_init").outputs[0]
+                v = graph.create_node(IDENTITY, [v], name="loop_init").outputs[0]
             v.shape = shapes[k]   # the loop's relaxed shapes: the copy is traced once
             init.append(v)
         traced = []

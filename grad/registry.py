@@ -19,6 +19,7 @@ from __future__ import annotations
 from typing import Callable, Sequence
 
 from graph.core import Tensor
+from graph.op_names import EXIT
 from graph.op_registry import get_opdef
 
 _RULES: dict[str, Callable] = {}
@@ -72,7 +73,7 @@ def is_differentiable(node) -> bool:
 
 def cut_loop_exit(node) -> bool:
     """Whether `node` is an Exit of a while loop built with `back_prop=False`."""
-    return node.op == "Exit" and not getattr(node.inputs[0].node.frame, "back_prop", True)
+    return node.op == EXIT and not getattr(node.inputs[0].node.frame, "back_prop", True)
 
 
 class _Resolved(Sequence):

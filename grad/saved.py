@@ -21,6 +21,7 @@ import numpy as np
 from grad.analysis import ancestors, is_within
 from graph.control_flow.contexts import CondContext, CondState, WhileContext
 from graph.core import Node, Tensor
+from graph.op_names import IDENTITY, MERGE, NEXT_ITERATION, SWITCH
 from graph.ops.conversion import constant
 
 _COUNTERS: "weakref.WeakKeyDictionary[WhileContext, Counter]" = weakref.WeakKeyDictionary()
@@ -58,15 +59,15 @@ def counter_for(loop: WhileContext) -> Counter:
         zero = constant(np.int64(0))
         if outer is not None:
             with graph.in_context(outer):
-                zero = graph.create_node("Identity", [zero], name="counter_init").outputs[0]
+                zero = graph.create_node(IDENTITY, [zero], name="counter_init").outputs[0]
         enter = loop.make_enter(zero, is_constant=False)
         with graph.in_context(loop):
-            merge = graph.create_node("Merge", [enter, enter], name="counter")
-            switch = graph.create_node("Switch", [merge.outputs[0], loop.loop_cond.outputs[0]],
+            merge = graph.create_node(MERGE, [enter, enter], name="counter")
+            switch = graph.create_node(SWITCH, [merge.outputs[0], loop.loop_cond.outputs[0]],
                                        name="counter_switch")
             exit_ = loop.make_exit(switch.outputs[0])
             inc = graph.create_node("Add", [switch.outputs[1], constant(np.int64(1))], name="counter_next")
-            nxt = graph.create_node("NextIteration", [inc.outputs[0]], name="counter_next_iteration")
+            nxt = graph.create_node(NEXT_ITERATION, [inc.outputs[0]], name="counter_next_iteration")
         merge.update_input(1, nxt.outputs[0])
     # recorded like any loop variable, so readers of the loop structure see all of it
     loop.enters.append(enter.node)
@@ -96,8 +97,8 @@ def barrier_for(state: CondState) -> Barrier:
         for ctx in state.branches:
             pivot = ctx.pivot
             with graph.in_context(ctx):
-                done[ctx.branch] = graph.create_node("Identity", [pivot.outputs[0]], name="saved")
-        merge = graph.create_node("Merge", [done[0].outputs[0], done[1].outputs[0]], name="saved_merge",
+                done[ctx.branch] = graph.create_node(IDENTITY, [pivot.outputs[0]], name="saved")
+        merge = graph.create_node(MERGE, [done[0].outputs[0], done[1].outputs[0]], name="saved_merge",
                                   context=outer)
     b = Barrier(done, merge)
     _BARRIERS[state] = b

@@ -10,9 +10,9 @@ from __future__ import annotations
 from grad.registry import register_gradient
 from graph.control_flow.tensor_array import TensorArray
 from graph.core import Tensor
-from graph.op_names import ENTER, EXIT, MERGE, NEXT_ITERATION, SWITCH
+from graph.op_names import ENTER, EXIT, IDENTITY, MERGE, NEXT_ITERATION, SWITCH
 
-_PLUMBING = (ENTER, EXIT, MERGE, SWITCH, "Identity", NEXT_ITERATION)
+_PLUMBING = (ENTER, EXIT, MERGE, SWITCH, IDENTITY, NEXT_ITERATION)
 
 
 def spec_of(handle: Tensor):

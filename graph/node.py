@@ -18,10 +18,10 @@ from graph.errors import (
     SymbolicIndexError,
     SymbolicValueError,
 )
-from graph.op_names import ENTER, EXIT, SWITCH
+from graph.op_names import ENTER, EXIT, IDENTITY, PLACEHOLDER, STOP_GRADIENT, SWITCH
 
 # Ops that pass a value on unchanged: a tensor seen through them is described as the value they pass.
-_PASS_THROUGH = frozenset({"Identity", ENTER, EXIT, SWITCH, "StopGradient"})
+_PASS_THROUGH = frozenset({IDENTITY, ENTER, EXIT, SWITCH, STOP_GRADIENT})
 
 
 class Tensor:
@@ -70,7 +70,7 @@ class Tensor:
         t = self
         while True:
             node = t.node
-            if node.op == "Placeholder":
+            if node.op == PLACEHOLDER:
                 return f"input {node.name!r}"
             named = node.context.name_of(t) if node.context is not None else None
             if named is not None:

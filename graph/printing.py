@@ -16,7 +16,7 @@ from graph import shapes as _sh
 from graph.errors import SourceLocation
 from graph.index import is_back_edge
 from graph.node import DotCluster, Node
-from graph.op_names import ENTER, EXIT, LOOP_COND, MERGE, NEXT_ITERATION, SWITCH
+from graph.op_names import CONST, ENTER, EXIT, LOOP_COND, MERGE, NEXT_ITERATION, PLACEHOLDER, SWITCH
 
 _HIDDEN_ATTRS = {"dtype", "spec"}
 
@@ -93,7 +93,7 @@ def _count(k: int, what: str) -> str:
 # --------------------------------------------------------------------------- graphviz
 
 _FILL = {SWITCH: "#f9d5a7", MERGE: "#f9d5a7", ENTER: "#c6e2ff", EXIT: "#c6e2ff",
-         NEXT_ITERATION: "#c6e2ff", LOOP_COND: "#c6e2ff", "Const": "#eeeeee", "Placeholder": "#d8f0d0"}
+         NEXT_ITERATION: "#c6e2ff", LOOP_COND: "#c6e2ff", CONST: "#eeeeee", PLACEHOLDER: "#d8f0d0"}
 _CODE_WIDTH = 60  # characters of the user's line shown in a label
 
 
@@ -200,7 +200,7 @@ class _Layout:
             if part:
                 levels.append(("part", id(construct), part))
         # outside an expanded construct, the ops of one user line are one box; inputs keep their names
-        if n.source is not None and n.op != "Placeholder" and not self._expanded(n.source):
+        if n.source is not None and n.op != PLACEHOLDER and not self._expanded(n.source):
             key = ("line", tuple(levels), n.source.filename, n.source.lineno)
             return tuple(levels), _Box(key, _line_title(n.source), "#888888", "box")
         return tuple(levels), None

@@ -33,7 +33,19 @@ from graph.frames import enclosing_frames
 from graph.index import GraphIndex, reachable
 from graph.logs import get_logger
 from graph.node import Node
-from graph.op_names import ENTER, EXIT, LOOP_COND, MERGE, NEXT_ITERATION, SWITCH
+from graph.op_names import (
+    CONST,
+    ENTER,
+    EXIT,
+    IDENTITY,
+    LOOP_COND,
+    MERGE,
+    NEXT_ITERATION,
+    NO_OP,
+    PLACEHOLDER,
+    STOP_GRADIENT,
+    SWITCH,
+)
 
 logger = get_logger(__name__)
 
@@ -52,7 +64,7 @@ NOMINAL_TRIPS = 100
 # Kernels that use every core on their own.
 _SELF_THREADED = frozenset({"MatMul", "BatchMatMul", "Dot", "Einsum"})
 # Nodes that do no work proportional to their output: plumbing, views, stored values.
-_CONSTANT_TIME = frozenset({"Const", "Placeholder", "Identity", "StopGradient", "NoOp", ENTER, EXIT, SWITCH,
+_CONSTANT_TIME = frozenset({CONST, PLACEHOLDER, IDENTITY, STOP_GRADIENT, NO_OP, ENTER, EXIT, SWITCH,
                             MERGE, NEXT_ITERATION, LOOP_COND, "ReadVariable", "Transpose", "Reshape",
                             "ExpandDims", "Squeeze", "BroadcastTo", "Split", "Unstack", "StackPush", "StackPop",
                             "TensorArrayRead", "TensorArrayWrite", "Shape", "Size", "Rank"})

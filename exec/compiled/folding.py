@@ -16,6 +16,7 @@ from exec.donation import FRESH_OPS
 from graph import dtypes as _dt
 from graph import shapes as _sh
 from graph.node import Tensor
+from graph.op_names import CONST
 from graph.op_registry import get_opdef
 
 # Ops whose result depends on their input's dtype and shape only.
@@ -80,7 +81,7 @@ _NOT_CONSTANT = object()
 
 def _constant(t: Tensor, values: dict, constant_of):
     got = values.get((t.node.id, t.index), _NOT_CONSTANT)
-    if got is _NOT_CONSTANT and t.node.op == "Const":
+    if got is _NOT_CONSTANT and t.node.op == CONST:
         got = constant_of(t.node)
     return got
 

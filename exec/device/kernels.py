@@ -18,6 +18,7 @@ from __future__ import annotations
 import numpy as np
 
 from graph import dtypes as _dt
+from graph.op_names import CONST, NO_OP, PLACEHOLDER
 
 
 def _sigmoid(xp):
@@ -106,7 +107,7 @@ def runs_on_device(node) -> bool:
     """Whether `node`'s kernel is array compute that `device_kernel` launches on the device. Stack,
     TensorArray and Variable ops (handles, state kept between runs) manage memory themselves and
     run as they are on the host thread, as do Print and Assert, which read values on the host."""
-    if node.op in ("Print", "Assert", "NoOp", "Placeholder"):
+    if node.op in ("Print", "Assert", NO_OP, PLACEHOLDER):
         return False
     if node.attrs.get("variable") is not None:
         return False
@@ -121,7 +122,7 @@ def device_kernel(node, fn, device, donated: bool = False):
     if make is not None and not donated:
         fn = make(node, xp)
     upload = device.upload if xp is not np else None
-    if node.op == "Const" and upload is not None:
+    if node.op == CONST and upload is not None:
         value = fn()
         if isinstance(value, np.ndarray) and value.dtype.kind in "fc":  # data: uploaded once, when the plan is built
             uploaded = upload(value)

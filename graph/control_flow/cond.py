@@ -9,6 +9,7 @@ from graph.control_flow.contexts import CondContext, CondState, effect_before
 from graph.core import get_default_graph
 from graph.errors import GraphError, user_location
 from graph.node import Node, Tensor
+from graph.op_names import IDENTITY, MERGE
 from graph.ops.conversion import convert
 
 
@@ -49,7 +50,7 @@ def cond(pred, true_fn, false_fn, name: str | None = None, names=None):
             if t is None:
                 merged.append(None)
                 continue
-            m = graph.create_node("Merge", [f, t], name="Merge", context=outer)
+            m = graph.create_node(MERGE, [f, t], name="Merge", context=outer)
             state.merges.append(m)
             merged.append(m.outputs[0])
         _finish_effects(graph, state, outer)
@@ -65,7 +66,7 @@ def _gate(graph, ctx: CondContext, t: Tensor) -> Tensor:
     makes each output wait for them.
     """
     if t.node.context is not ctx:
-        t = graph.create_node("Identity", [t], name="Identity").outputs[0]
+        t = graph.create_node(IDENTITY, [t], name="Identity").outputs[0]
     return t
 
 
@@ -80,7 +81,7 @@ def _finish_effects(graph, state: CondState, outer) -> None:
         # a branch without effects must still not let later effects overtake those before the cond
         done_after = last if last is not None else before
         with graph.in_context(ctx):
-            tok = graph.create_node("Identity", [ctx.pivot.outputs[0]], name="effects_done",
+            tok = graph.create_node(IDENTITY, [ctx.pivot.outputs[0]], name="effects_done",
                                     control_inputs=[done_after] if done_after is not None else ())
         tokens.append(tok.outputs[0])
         for m in state.merges:
@@ -89,9 +90,9 @@ def _finish_effects(graph, state: CondState, outer) -> None:
                 idx = 1 if ctx.branch else 0
                 src = m.inputs[idx]
                 with graph.in_context(ctx):
-                    gated = graph.create_node("Identity", [src], name="after_effects", control_inputs=[last])
+                    gated = graph.create_node(IDENTITY, [src], name="after_effects", control_inputs=[last])
                 m.update_input(idx, gated.outputs[0])
-    done = graph.create_node("Merge", tokens, name="effects_merge", context=outer)
+    done = graph.create_node(MERGE, tokens, name="effects_merge", context=outer)
     graph.set_last_effect(outer, done)
     if outer is not None:  # an enclosing branch or loop body must wait for (and so run) these effects
         outer.has_effects = True

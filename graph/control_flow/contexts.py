@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from graph.core import get_default_graph
 from graph.node import ControlFlowContext, DotCluster, Node, Tensor
+from graph.op_names import ENTER, EXIT, IDENTITY, MERGE, SWITCH
 from graph.ops.conversion import constant
 
 
@@ -25,10 +26,10 @@ class _ContextBase(ControlFlowContext):
         """A node in this context's frame that runs after `node` (an outer node)."""
         graph = node.graph
         with graph.in_context(self.outer):
-            token = graph.create_node("Identity", [_zero(graph)], name="ctrl_token",
+            token = graph.create_node(IDENTITY, [_zero(graph)], name="ctrl_token",
                                       control_inputs=[node]).outputs[0]
         with graph.in_context(self):
-            return graph.create_node("Identity", [token], name="ctrl_token")
+            return graph.create_node(IDENTITY, [token], name="ctrl_token")
 
     def hoisted_read(self, variable) -> Tensor | None:
         return self.outer.hoisted_read(variable) if self.outer is not None else None
@@ -74,7 +75,7 @@ class CondState:
             # built when a branch first needs it, maybe inside a control_dependencies block opened in the
             # branch, whose nodes the Switch (outside the branch) cannot wait for; the branch's nodes do
             with graph.in_context(outer), graph.control_dependencies(None):
-                sw = graph.create_node("Switch", [t, self.pred], name="Switch")
+                sw = graph.create_node(SWITCH, [t, self.pred], name="Switch")
             self.switches[t] = sw
         return sw
 
@@ -115,7 +116,7 @@ class CondContext(_ContextBase):
             sw = self.state.switch_for(self.pred, self.outer)
             # built on first use: an open control_dependencies block is the using node's, not the pivot's
             with graph.in_context(self), graph.control_dependencies(None):
-                self._pivot = graph.create_node("Identity", [sw.outputs[self.branch]],
+                self._pivot = graph.create_node(IDENTITY, [sw.outputs[self.branch]],
                                                 name="pivot_t" if self.branch else "pivot_f")
         return self._pivot
 
@@ -203,12 +204,12 @@ class WhileContext(_ContextBase):
     def make_enter(self, t: Tensor, is_constant: bool, control_inputs=()) -> Tensor:
         graph = t.graph
         return graph.create_node(
-            "Enter", [t], {"frame_name": self.frame_name, "is_constant": is_constant,
+            ENTER, [t], {"frame_name": self.frame_name, "is_constant": is_constant,
                            "parallel_iterations": self.parallel_iterations},
             name="Enter", control_inputs=control_inputs, context=self).outputs[0]
 
     def make_exit(self, t: Tensor) -> Node:
-        return t.graph.create_node("Exit", [t], name="Exit", context=self.outer)
+        return t.graph.create_node(EXIT, [t], name="Exit", context=self.outer)
 
     def when_complete(self, check) -> None:
         """Calls `check(self)` once the loop is complete (body and NextIterations built, final trace),
@@ -235,7 +236,7 @@ class WhileContext(_ContextBase):
 
     def is_invariant(self, t: Tensor) -> bool:
         n = t.node
-        return n.op == "Enter" and n.context is self and n.attrs["is_constant"]
+        return n.op == ENTER and n.context is self and n.attrs["is_constant"]
 
     @property
     def pivot(self) -> Node:
@@ -246,8 +247,8 @@ class WhileContext(_ContextBase):
             graph = self.loop_cond.graph
             with graph.in_context(self), graph.control_dependencies(None):  # built on first use, as a cond's
                 lc = self.loop_cond.outputs[0]
-                sw = graph.create_node("Switch", [lc, lc], name="pivot_switch")
-                self._body_pivot = graph.create_node("Identity", [sw.outputs[1]], name="pivot")
+                sw = graph.create_node(SWITCH, [lc, lc], name="pivot_switch")
+                self._body_pivot = graph.create_node(IDENTITY, [sw.outputs[1]], name="pivot")
         return self._body_pivot
 
     def is_pivot(self, node: Node) -> bool:
@@ -257,7 +258,7 @@ class WhileContext(_ContextBase):
     def on_node_created(self, node: Node) -> None:
         # A node fed only by loop constants would otherwise fire in the final,
         # dead iteration too (and a NextIteration would start a new one).
-        if node.op != "Merge" and all(self.is_invariant(t) for t in node.inputs):
+        if node.op != MERGE and all(self.is_invariant(t) for t in node.inputs):
             node.add_control_input(self.pivot)
 
     def effect_entry_controls(self) -> list[Node]:
@@ -284,9 +285,9 @@ class WhileContext(_ContextBase):
 
     def name_of(self, t: Tensor) -> str | None:
         # a loop variable is the output of its Merge and both outputs of its Switch
-        plumbing = self.merges if t.node.op == "Merge" else self.switches if t.node.op == "Switch" else ()
+        plumbing = self.merges if t.node.op == MERGE else self.switches if t.node.op == SWITCH else ()
         for k, node in enumerate(plumbing):
-            if node is t.node and (t.index == 0 or node.op == "Switch"):
+            if node is t.node and (t.index == 0 or node.op == SWITCH):
                 where = f" of the loop at {self.source.short}" if self.source is not None else ""
                 return f"loop variable {self.loop_var_name(k)}{where}"
         return None

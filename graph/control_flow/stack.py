@@ -27,7 +27,7 @@ from graph import dtypes as _dt
 from graph import shapes as _sh
 from graph.core import make_op
 from graph.node import Tensor
-from graph.op_names import ENTER, SWITCH
+from graph.op_names import ENTER, IDENTITY, SWITCH
 from graph.op_registry import register_op
 
 _INT = "iu"
@@ -142,7 +142,7 @@ def stack_of(handle: Tensor):
     """The StackNew node a handle comes from (through Enter/Identity/Switch plumbing), or None."""
     t = handle
     while t.node.op != "StackNew":
-        if t.node.op not in (ENTER, "Identity", SWITCH) or not t.node.inputs:
+        if t.node.op not in (ENTER, IDENTITY, SWITCH) or not t.node.inputs:
             return None
         t = t.node.inputs[0]
     return t.node

@@ -23,6 +23,7 @@ from graph.control_flow.contexts import CondContext, CondState, WhileContext
 from graph.node import Node, Tensor
 from graph.onnx.builder import GraphBuilder, elem_type, tensor_type
 from graph.onnx.lowering import ExportError, Scope
+from graph.op_names import ENTER, NEXT_ITERATION
 
 _INT64 = np.dtype(np.int64)
 _INT32 = np.dtype(np.int32)
@@ -54,7 +55,7 @@ def loop_variables(loop: WhileContext) -> list[tuple[Node, Node, Node]]:
     out = []
     for merge in loop.merges:
         enter, nxt = merge.inputs[0].node, merge.inputs[1].node
-        if enter.op != "Enter" or nxt.op != "NextIteration":
+        if enter.op != ENTER or nxt.op != NEXT_ITERATION:
             raise ExportError(merge, "this loop Merge is not fed by an Enter and a NextIteration")
         out.append((enter, merge, nxt))
     return out

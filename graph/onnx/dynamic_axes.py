@@ -13,6 +13,7 @@ from typing import Mapping
 
 from graph.node import Tensor
 from graph.onnx.lowering import ExportError
+from graph.op_names import PLACEHOLDER
 from graph.shapes import format_shape
 
 
@@ -53,7 +54,7 @@ def check(axes: dict[str, dict[int, str]], values: dict[str, Tensor]) -> None:
 
 
 def _how_to_free(name: str, t: Tensor, axis: int) -> str:
-    if t.op == "Placeholder":
+    if t.op == PLACEHOLDER:
         return (f"build the placeholder with None there (graph.placeholder(..., shape with None at {axis})), or "
                 "export with transpile.export_onnx(..., dynamic_axes=...), which traces the function so")
     return ("it does not follow the inputs' dynamic axes (it is computed at "

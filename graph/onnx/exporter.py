@@ -27,13 +27,25 @@ from graph.onnx.numpy_ops import NUMPY_LOWERINGS
 from graph.onnx.ops import LOWERINGS
 from graph.onnx.sequences import TensorArrays
 from graph.onnx.ufunc_ops import UFUNC_LOWERINGS
-from graph.op_names import ENTER, EXIT, LOOP_COND, MERGE, NEXT_ITERATION, SWITCH
+from graph.op_names import (
+    CONST,
+    ENTER,
+    EXIT,
+    IDENTITY,
+    LOOP_COND,
+    MERGE,
+    NEXT_ITERATION,
+    NO_OP,
+    PLACEHOLDER,
+    STOP_GRADIENT,
+    SWITCH,
+)
 from graph.op_registry import get_opdef
 
 # effects an exported model cannot have, left out when asked: prints, asserts, a loop's iteration limit
 # (a run fails beyond it); what they pass through (a Print's or a limit check's first input) stays
 DROPPABLE = frozenset({"Print", "Assert", "CheckIterationLimit"})
-_PLUMBING = frozenset({ENTER, EXIT, "Identity", NEXT_ITERATION, SWITCH, MERGE, LOOP_COND, "StopGradient"})
+_PLUMBING = frozenset({ENTER, EXIT, IDENTITY, NEXT_ITERATION, SWITCH, MERGE, LOOP_COND, STOP_GRADIENT})
 
 
 class Walk:
@@ -186,21 +198,21 @@ class Walk:
             # both sides carry the value; each is only used inside its side's branch (or loop body)
             v = self.value(node.inputs[0], scope)
             return (v, v)
-        if op in ("Identity", "StopGradient", LOOP_COND):
+        if op in (IDENTITY, STOP_GRADIENT, LOOP_COND):
             return (self.value(node.inputs[0], scope),)
         if op == ENTER:
             if not node.attrs["is_constant"]:
                 raise ExportError(node, "a loop variable's initial value is only used by its loop's Merge")
             return (self.value(node.inputs[0], scope),)
-        if op == "NoOp":
+        if op == NO_OP:
             return ()
-        if op == "Placeholder":
+        if op == PLACEHOLDER:
             name = self.inputs.get(id(node))
             if name is None:
                 raise ExportError(node, "the outputs depend on this placeholder, which is not among the inputs "
                                         "of the export")
             return (name,)
-        if op == "Const":
+        if op == CONST:
             return (Emitter(scope.builder, node).const(node.attrs["value"]),)
         if op == "ReadVariable":
             return (self._initializer(node.attrs["variable"]),)
@@ -252,7 +264,7 @@ def check_effects(effects, drop) -> None:
 
 _ASSIGNMENTS = frozenset({"AssignVariable", "AssignAddVariable", "AssignSubVariable", "AssignItemVariable"})
 # ops whose value does not depend on anything fed or computed in another iteration
-_NOT_CONSTANT = frozenset({"Placeholder", MERGE, EXIT, NEXT_ITERATION})
+_NOT_CONSTANT = frozenset({PLACEHOLDER, MERGE, EXIT, NEXT_ITERATION})
 
 
 def _depends_on_constants_only(t: Tensor) -> bool:

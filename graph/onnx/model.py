@@ -9,6 +9,7 @@ from graph.node import Node, Tensor
 from graph.onnx import dynamic_axes as dims
 from graph.onnx.builder import build_model, require_onnx, tensor_type
 from graph.onnx.exporter import DROPPABLE, Walk, check_effects
+from graph.op_names import PLACEHOLDER
 
 
 def export(graph: Graph, inputs: Sequence[Tensor], outputs: Sequence[Tensor], path: str | os.PathLike | None = None,
@@ -40,7 +41,7 @@ def export(graph: Graph, inputs: Sequence[Tensor], outputs: Sequence[Tensor], pa
         if not isinstance(t, Tensor) or t.graph is not graph:
             raise ValueError(f"{t!r} is not a tensor of the graph being exported")
     for t in inputs:
-        if t.op != "Placeholder":
+        if t.op != PLACEHOLDER:
             raise ValueError(f"the inputs of an export are placeholders; {t.name} is a {t.op}")
     input_names = [t.node.name for t in inputs] if input_names is None else list(input_names)
     output_names = [f"output_{k}" for k in range(len(outputs))] if output_names is None else list(output_names)

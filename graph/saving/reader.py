@@ -16,6 +16,7 @@ from graph.control_flow.tensor_array import TensorArraySpec
 from graph.core import CPU, Graph
 from graph.errors import GraphError, SourceLocation
 from graph.node import Node, Tensor
+from graph.op_names import NO_OP
 from graph.op_registry import get_opdef
 from graph.ops import Variable
 from graph.ops.strings import STRING
@@ -72,7 +73,7 @@ class _Reader:
         self.specs: list[TensorArraySpec] = []
         self.decoder = Decoder(archive.array, self._deref)
         # stands in for an input that is built later (a back edge) while its consumer is built
-        self._pending = Node(self.graph, -1, "<loading>", "NoOp", [], [], {}, CPU, None, None)
+        self._pending = Node(self.graph, -1, "<loading>", NO_OP, [], [], {}, CPU, None, None)
 
     def read(self) -> SavedGraph:
         doc = self.doc

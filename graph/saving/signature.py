@@ -8,6 +8,7 @@ import numpy as np
 
 from graph import nest
 from graph.node import Node, Tensor
+from graph.op_names import PLACEHOLDER
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,7 +69,7 @@ class Signature:
         if len(set(self.input_names)) != len(self.input_names):
             raise ValueError(f"input names must differ: {list(self.input_names)}")
         for t in self.inputs:
-            if not isinstance(t, Tensor) or t.op != "Placeholder":
+            if not isinstance(t, Tensor) or t.op != PLACEHOLDER:
                 raise TypeError(f"a signature's inputs are placeholders, got {t!r}")
         if self.structure is _FLAT:
             object.__setattr__(self, "structure", tuple(Output(i) for i in range(len(self.outputs))))
