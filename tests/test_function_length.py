@@ -1,4 +1,5 @@
-"""No function over 80 lines in graph/, exec/, grad/, dist/: small functions with one job each.
+"""No function over 80 lines and no module over 800 in transpile/, graph/, exec/, grad/, dist/: small
+functions and modules with one job each.
 
 The executor's scheduling loop is the exception, for speed; the reason is written beside it
 (exec/executor.py, `_Run._loop`)."""
@@ -6,8 +7,9 @@ import ast
 import pathlib
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
-PACKAGES = ("graph", "exec", "grad", "dist")
+PACKAGES = ("transpile", "graph", "exec", "grad", "dist")
 LIMIT = 80
+MODULE_LIMIT = 800
 EXCEPTIONS = {("exec/executor.py", "_loop")}
 
 
@@ -24,3 +26,9 @@ def _long_functions():
 
 def test_no_function_is_over_80_lines():
     assert list(_long_functions()) == []
+
+
+def test_no_module_is_over_800_lines():
+    long = [f"{p.relative_to(ROOT).as_posix()} ({n} lines)" for pkg in PACKAGES for p in sorted((ROOT / pkg).rglob("*.py"))
+            if (n := p.read_text().count("\n")) > MODULE_LIMIT]
+    assert long == []
