@@ -10,6 +10,7 @@ import copy
 import numpy as np
 
 import transpile
+from transpile.operators.staging import StagingError
 
 MODES = ("compiled", "dataflow")
 
@@ -75,3 +76,10 @@ def assert_like_python(fn, *argsets, modes=MODES, python_numbers_may_differ=Fals
             assert_same(got, want, f"{mode}: result", python_numbers_may_differ)
             assert_same(list(got_args), list(want_args), f"{mode}: arguments after the call")
     return converted
+
+
+def refused_as_shared_on_some_paths(error: BaseException) -> bool:
+    """Whether `error` is the clear refusal of a write that names of one numpy array would see on some of
+    the graph's paths only (transpile/operators/arrays.py, SameWhen): a program the generators may write,
+    which Python runs and converted code refuses rather than answer differently."""
+    return isinstance(error, StagingError) and "on some of the paths the graph may take only" in str(error)

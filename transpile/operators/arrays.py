@@ -21,12 +21,14 @@ built again) undoes to its checkpoint.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 import graph
 from graph.node import Tensor
 from graph.ops import numpy_api, tensor_methods
-from transpile.operators.array_aliases import refuse_if_shared
+from transpile.operators.array_aliases import other_references, refuse_if_shared
 from transpile.operators.array_views import (
     Index,
     Reshape,
@@ -37,6 +39,7 @@ from transpile.operators.array_views import (
     swapped_axes,
     transpose_axes,
 )
+from transpile.operators.staging import StagingError
 from transpile.operators.trace_state import trace_state
 
 
@@ -57,12 +60,13 @@ class MutableArray:
     contents of their own and are journaled.
     """
 
-    __slots__ = ("_contents", "base", "view", "__weakref__")
+    __slots__ = ("_contents", "base", "view", "same_when", "__weakref__")
     __array_priority__ = 1000
 
     def __init__(self, value):
         self._contents = value if isinstance(value, np.ndarray) else graph.convert(value)
         self.base = self.view = None
+        self.same_when: tuple[SameWhen, ...] = ()  # the arrays this one is on some paths only (roots only)
         state = trace_state()
         if state.tracing:
             state.writes.append((self, _CREATED))
@@ -71,7 +75,7 @@ class MutableArray:
     def view_of(cls, base: "MutableArray", view) -> "MutableArray":
         """A view of `base` (see array_views.py)."""
         array = cls.__new__(cls)
-        array._contents, array.base, array.view = None, base, view
+        array._contents, array.base, array.view, array.same_when = None, base, view, ()
         return array
 
     @property
@@ -206,17 +210,50 @@ class MutableArray:
         if self.base is not None:
             self.base.write(self.view.put(self.base.value, new))
             return
+        self._replace(new)
+        for link in self.same_when:  # the arrays it is on some paths: their contents on those paths
+            link.array._follow(self, link)
+
+    def _replace(self, new) -> None:
         state = trace_state()
         if state.tracing:
             state.writes.append((self, self._contents))
         self._contents = new
 
+    def _follow(self, written: "MutableArray", link: "SameWhen") -> None:
+        # `written` is this array where `link.when` holds: there its new contents are this one's too
+        if link.when is None:  # a path the graph does not tell: refused where Python code can see this array
+            name, others = other_references(self)  # (no name writes this array: `name` is one more)
+            others = ([f"variable '{name}'"] if name else []) + others
+            # the written name itself, held by a frame of converted code from before the loop, is not another:
+            # the user's function has one variable of that name
+            written_name, _ = other_references(written)
+            others = [o for o in others if not (written_name and o.startswith(f"variable '{written_name}'"))]
+            if others:
+                raise StagingError(
+                    f"an array written here is, after {link.where}, the same numpy array as one that is also "
+                    f"{'; '.join(others)} on some of the paths the graph may take only (a loop that ran zero "
+                    "times, or a branch that did not bind a new array to the name), so the write may or may "
+                    "not reach them. Copy before (`x = x.copy()`) so that the names never share an array, or "
+                    "take the other reference after it")
+            return
+        mine, theirs = self.value, written.value
+        if graph.convert(mine).dtype != graph.convert(theirs).dtype or _shape_of(mine) != _shape_of(theirs) \
+                or None in (_shape_of(mine) or (None,)):
+            raise StagingError(
+                f"an array written here is, after {link.where}, the same numpy array as another variable's "
+                "only when the graph takes one of its branches (one branch binds a new array to the name), "
+                "and the two differ in dtype or shape, so the write cannot reach both as numpy's would. Copy "
+                "before the `if` (`x = x.copy()`) so that the names never share an array, or bind the name in "
+                "both branches")
+        self._replace(graph.where(link.when, theirs, mine))
+
     def _changes_in_place(self, *operands) -> bool:
         """Whether a write of `operands` can change the numpy contents in place: known contents and
         values, outside graph branches and loops (where a write must be undone for the other path).
         In a Python loop, which may yet be rebuilt as a graph loop, the contents before are journaled."""
-        if not self.is_known or holds_graph_value(operands) or _staged():
-            return False
+        if not self.is_known or holds_graph_value(operands) or _staged() or self.root.same_when:
+            return False  # (an array shared on some paths only: its write is a graph value for the other)
         state = trace_state()
         if state.tracing and state.loops:
             root = self.root
@@ -504,6 +541,42 @@ def _contents(x):
     return x
 
 
+# --------------------------------------------------------------------------- arrays shared on some paths
+
+@dataclass(frozen=True, slots=True)
+class SameWhen:
+    """`array` is the same numpy array as the one holding this record where the graph's boolean `when`
+    holds. After a graph `if` whose one branch binds a new array to a name and whose other leaves the
+    old one there, Python's other names of the old array (`alias = buf`) see the name's writes on that
+    path only. `where` names the `if` for errors."""
+
+    array: MutableArray
+    when: Tensor | None  # None: the graph does not tell the path (a loop that may have run zero times)
+    where: str
+
+
+@dataclass(frozen=True, slots=True)
+class _Unlinked:
+    """The journal's entry for links made at that point: what `same_when` was before them."""
+
+    before: tuple
+
+
+def link_on_path(a: MutableArray, b: MutableArray, when: Tensor | None, where: str) -> None:
+    """Records that `a` and `b` are one array where `when` holds (journaled, so a rollback forgets it):
+    each write of either is then the other's on that path (`MutableArray.write`)."""
+    state = trace_state()
+    for x, y in ((a.root, b.root), (b.root, a.root)):
+        if state.tracing:
+            state.writes.append((x, _Unlinked(x.same_when)))
+        x.same_when = (*x.same_when, SameWhen(y, when, where))
+
+
+def _shape_of(value) -> tuple | None:
+    shape = graph.convert(value).shape
+    return tuple(shape) if shape is not None else None
+
+
 # --------------------------------------------------------------------------- the journal
 
 _CREATED = object()  # the journal's entry for an array made (not written) at that point
@@ -519,7 +592,9 @@ def undo_writes(mark: int) -> None:
     writes = trace_state().writes
     while len(writes) > mark:
         array, old = writes.pop()
-        if old is not _CREATED:
+        if isinstance(old, _Unlinked):
+            array.same_when = old.before
+        elif old is not _CREATED:
             array.value = old
 
 
@@ -529,6 +604,6 @@ def written_since(mark: int) -> list:
     for array, old in trace_state().writes[mark:]:
         if id(array) not in seen:
             seen.add(id(array))
-            if old is not _CREATED:
+            if old is not _CREATED and not isinstance(old, _Unlinked):
                 out.append(array)
     return out

@@ -10,6 +10,7 @@ from graph.errors import SourceLocation
 from graph.node import Tensor
 from transpile import conversion
 from transpile.errors import UncatchableError
+from transpile.operators.arrays import MutableArray, link_on_path
 from transpile.operators.carried_state import CarriedWrites
 from transpile.operators.carry import DROPPED, AsLists, WithGraphLists
 from transpile.operators.cond_outputs import Raised, as_is, encode, plan, restore
@@ -87,6 +88,10 @@ class _Branches:
     used: dict = field(default_factory=dict)       # variable index -> the mode the true branch used
     plans: list = field(default_factory=list)      # per variable: cond_outputs.CondPlan
     wanted: dict = field(default_factory=dict)     # variable index -> the true branch's mode, where it differs
+    # variables whose array before the cond a branch gave back on some of its own paths only (an inner
+    # `if` that bound a new array on one path): the array after is the one before on paths the graph's
+    # predicates tell only inside that branch
+    partly_before: set = field(default_factory=set)
 
 
 class CondTracer:
@@ -132,6 +137,8 @@ class CondTracer:
             outs = Raised(exc, location)
             _staged_raise(outs)
         b.raw[side] = outs
+        if not isinstance(outs, Raised):  # (read before the branch's links are undone with its writes)
+            b.partly_before |= {i for i, (v, before) in enumerate(zip(outs, self.state)) if _partly(v, before)}
         return outs
 
     def _true_outputs(self, b: _Branches) -> tuple:
@@ -178,6 +185,8 @@ class CondTracer:
             value = restore(merged, original)
             if not isinstance(f_outs, Raised) and not isinstance(t_outs, Raised):
                 mark_weak(value, t_outs[i], f_outs[i])   # Python numbers on both sides
+                before = self.state[i] if i < len(self.state) else None  # (a conditional expression: none)
+                value = self._array_after(value, before, t_outs[i], f_outs[i], i in b.partly_before)
             return value
         if isinstance(original, Undefined) and not isinstance(f_outs, Raised):
             original = f_outs[i]
@@ -186,6 +195,29 @@ class CondTracer:
             if path.stack_after:  # outside its loops, a built list is a list of its stacked items
                 value = replace_at(value, path.path, stacked_list)
         return value
+
+
+    def _array_after(self, value, before, t, f, partly: bool):
+        """A variable that names a numpy array on both paths names one after the cond (writes into it and
+        views of it are numpy's). Where one branch left the array it had before and the other bound a new
+        one, it is that earlier array on the first path only: their writes reach each other on that path.
+        Where a branch left it on some of its own paths only, the path is not told here: writes that the
+        earlier array's other names would see are refused (arrays.SameWhen)."""
+        if not isinstance(value, Tensor) or not (isinstance(t, MutableArray) or isinstance(f, MutableArray)):
+            return value
+        array = MutableArray(value)
+        if partly:
+            link_on_path(array, before, None, self.what)
+        elif isinstance(before, MutableArray) and (t is before) != (f is before):
+            when = self.pred if t is before else graph.logical_not(self.pred)
+            link_on_path(array, before, when, self.what)
+        return array
+
+
+def _partly(value, before) -> bool:
+    """Whether `value`, a branch's array, is the array `before` on some of the branch's paths only."""
+    return isinstance(before, MutableArray) and isinstance(value, MutableArray) and value is not before \
+        and any(link.array is before.root for link in value.root.same_when)
 
 
 def _value_of(outs, i: int):

@@ -24,6 +24,7 @@ import numpy as np
 import graph
 from graph import nest
 from graph.node import Tensor
+from transpile.operators.arrays import MutableArray, link_on_path
 from transpile.operators.carried_state import CarriedWrites
 from transpile.operators.carry import (
     CARRIED,
@@ -112,6 +113,7 @@ class _Attempt:
     n_internal: int
     changes: dict = field(default_factory=dict)
     outputs: dict = field(default_factory=dict)   # variable index -> the body's value, as carried
+    rebound: set = field(default_factory=set)     # the arrays' variables the body binds a new array to
 
 
 class LoopTracer:
@@ -326,6 +328,8 @@ class LoopTracer:
                 return probe_of_a_stand_in(state[i], entering, out)
         if isinstance(mode, FirstAssigned) and not isinstance(out, MaybeDefined):
             self._learn_first_assigned(i, out)
+        if isinstance(state[i], MutableArray) and out is not entering:
+            attempt.rebound.add(i)
         result = body_output(entering, out, mode, spec.names[i], BodyWhere(spec.label(i), spec.facts.body_line))
         if result.change is not None:
             return result.change
@@ -411,6 +415,8 @@ class LoopTracer:
                     final[i] = stacked_list(final[i])
             if isinstance(mode, ReturnValue) and any(mode.weak):
                 _mark_python_numbers(final[i], mode.weak)
+            if i in attempt.rebound and isinstance(final[i], (Tensor, MutableArray)):
+                final[i] = self._array_after(final[i], self.spec.state[i])
             if isinstance(mode, Carried):
                 for p in mode.lists:
                     if not isinstance(value_at(self.spec.state[i], p.path), TensorList):  # outside its loops
@@ -419,6 +425,16 @@ class LoopTracer:
                     # a key the body adds is there after the loop; the run fails if the loop never assigned it
                     final[i] = replace_at(final[i], key.path, MaybeDefined.read)
         return outs[:len(self.spec.internal)], final
+
+
+    def _array_after(self, value, before: MutableArray) -> MutableArray:
+        """A variable that named a numpy array before the loop and one the body made names an array after
+        it (writes into it and views of it are numpy's). It is the array from before only if the loop
+        ran zero times, which the graph does not tell: a write that the array's other names could see
+        is refused (arrays.SameWhen)."""
+        array = value if isinstance(value, MutableArray) else MutableArray(value)
+        link_on_path(array, before, None, self.spec.where)
+        return array
 
 
 def _mark_python_numbers(value, weak: tuple) -> None:
