@@ -130,3 +130,22 @@ def test_an_index_out_of_a_narrow_integer_arrays_range_is_an_error_as_in_numpy()
     for mode in MODES:
         with pytest.raises(RunError, match="Python integer out of bounds for int8"):
             transpile.function(int8_plus_the_index, mode=mode)(np.ones(2, np.int8), 129)
+
+
+def test_a_counter_through_two_graph_loops_in_a_graph_if_stays_a_python_int():
+    # the second loop's `k += 1` adds the constant 1, which the first loop made and the cond's Switch and
+    # the loop's Enter pass on: still a Python number (the counter was np.int64 after the `if`)
+    def program(n, x):
+        k = 0
+        if x > 0:
+            for _ in range(n):
+                k += 1
+            for _ in range(n):
+                k += 1
+        return k
+
+    for mode in MODES:
+        f = transpile.function(program, mode=mode)
+        for args in ((2, 1.0), (0, 1.0), (2, -1.0)):
+            assert_same_types(f(*args), program(*args))
+            assert f(*args) == program(*args)

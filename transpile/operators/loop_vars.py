@@ -371,8 +371,8 @@ def stays_python_number(value, loop_var, first_node: int) -> bool:
         node = t.node
         if node.op == "Const":
             continue
-        if node.id < first_node and node.op != "Enter":
-            return False
+        if node.id < first_node and node.op not in ("Enter", "Switch"):
+            return False  # (an Enter or a cond's Switch before the body passes a value on: what it passes decides)
         if node.op in ("Switch",):   # its predicate decides where the value goes, not what it is
             todo.append(node.inputs[0])
         elif node.op in ("LoopCond", "Placeholder") or not node.inputs:
