@@ -64,8 +64,9 @@ class _Stmt:
 
 class _Emitter:
     def __init__(self, program: Structured, kernel_of: Callable, constant_of: Callable, helpers: dict,
-                 folded: dict):
+                 folded: dict, operators: dict):
         self.program = program
+        self.operators = operators
         self.folded = folded
         self.kernel_of = kernel_of
         self.constant_of = constant_of
@@ -114,7 +115,7 @@ class _Emitter:
         fn = self.kernel_of(node)
         got = self.kernels.get(id(fn))
         if got is None:
-            got = self.kernels[id(fn)] = self.namer.fresh(node.op)
+            got = self.kernels[id(fn)] = self.namer.fresh(getattr(fn, "kernel_name", node.op))
             self.globals[got] = fn
         return got
 
@@ -175,7 +176,7 @@ class _Emitter:
         args = [self.name(t) for t in s.args]
         outs = [None if o is None else self.name(o) for o in s.outs]
         node = s.node
-        template = _scalar_operator(node)
+        template = self.operators.get(node) or _scalar_operator(node)
         fn = self.kernel(node) if template is None else None
         loc = f"  # {node.source}" if node.source else ""
 
@@ -468,15 +469,17 @@ def _base(node: Node, port: int) -> str:
 
 
 def generate(program: Structured, name: str, kernel_of: Callable, constant_of: Callable, helpers: dict,
-             folded: dict) -> Source:
+             folded: dict, operators: dict | None = None) -> Source:
     """The source of `def name(*fed values): ... return [fetched values]` for `program`.
 
-    `kernel_of(node)` is the callable a node's line calls, `constant_of(node)` a Const's value,
+    `kernel_of(node)` is the callable a node's line calls (named by its `kernel_name` attribute where it
+    has one, else by the op), `constant_of(node)` a Const's value,
     `folded` the values computed at compile time ((node id, port) -> value: constants too);
     `helpers` are the runtime names the code uses besides (DEAD, TRUE, failed, interrupted, dead, FETCHES, LINES,
-    LOOPS).
+    LOOPS); `operators` the nodes written as an expression instead of a call (node -> format string of
+    its arguments, e.g. `{}[{}]`), besides scalar arithmetic.
     """
-    e = _Emitter(program, kernel_of, constant_of, helpers, folded)
+    e = _Emitter(program, kernel_of, constant_of, helpers, folded, operators or {})
     e.coalesce(program.steps, reads(program))
     params = [e.name(t) for t in program.params]
     stmts = e.statements(program.steps)

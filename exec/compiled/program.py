@@ -9,7 +9,7 @@ import numpy as np
 
 from exec import kernels as _kernels
 from exec import layout
-from exec.compiled import runtime
+from exec.compiled import rows, runtime
 from exec.compiled.codegen import Source, generate
 from exec.compiled.folding import drop_unread, fold_constants
 from exec.compiled.fusion import Fused, fuse
@@ -62,15 +62,17 @@ def _compile(fetches: list[Tensor], targets: list[Node], feeds: list[Tensor], rt
     folded = fold_constants(program.steps, lambda node: _kernels.get_kernel(node, rt), constant_of,
                             frozenset(program.fed))
     drop_unread(program)
+    calls = list(_calls(program.steps))
+    row_reads = rows.specialise(program, calls, folded, constant_of)
     fuse(program)
-    kernel_of = _kernel_chooser(program, rt, folded)
+    kernel_of = _kernel_chooser(program, rt, folded, row_reads.kernels)
     if wrap_kernel is not None:
         kernel_of = _wrapped(kernel_of, wrap_kernel)
     serial = next(_serial)
     filename = f"<compiled {name} #{serial}>"
     helpers = {"DEAD": runtime.DEAD, "TRUE": np.True_, "dead": runtime.dead, "failed": runtime.failed,
                "interrupted": runtime.interrupted, "FETCHES": list(fetches)}
-    source = generate(program, name, kernel_of, constant_of, helpers, folded)
+    source = generate(program, name, kernel_of, constant_of, helpers, folded, row_reads.operators)
     code = compile(source.text, filename, "exec")
     linecache.cache[filename] = (len(source.text), None, source.text.splitlines(keepends=True), filename)
     namespace = dict(source.globals)
@@ -81,16 +83,20 @@ def _compile(fetches: list[Tensor], targets: list[Node], feeds: list[Tensor], rt
     return Program(function, source, filename, list(fetches), program.nodes)
 
 
-def _kernel_chooser(program: Structured, rt, folded: dict):
-    """node -> its kernel: the in-place variant where the node alone reads a fresh input buffer
-    (exec/donation.py), the same decision the dataflow plan takes; never a folded constant's."""
+def _kernel_chooser(program: Structured, rt, folded: dict, specialised: dict):
+    """node -> its kernel: `specialised[node]` where the compiler rewrote the node (exec/compiled/rows.py),
+    else the in-place variant where the node alone reads a fresh input buffer (exec/donation.py), the same
+    decision the dataflow plan takes; never a folded constant's."""
     calls = [s for s in _calls(program.steps)]
     local = {n: i for i, n in enumerate(program.nodes)}
     exclusive = exclusive_inputs(program.nodes, local, program.fetches, program.fed)
     chosen = {}
     packed = layout.packed_transposes(program.nodes)
     for call in calls:
-        node, fn = call.node, None
+        node, fn = call.node, specialised.get(call.node)
+        if fn is not None:
+            chosen[node] = fn
+            continue
         slots = [j for j in exclusive.get(local[node], ())
                  if (call.args[j].node.id, call.args[j].index) not in folded]
         if slots and len(node.outputs) == 1 and node.op in _kernels.INPLACE:
