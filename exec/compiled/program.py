@@ -10,6 +10,7 @@ import numpy as np
 from exec import kernels as _kernels
 from exec import layout
 from exec.compiled import rows, runtime
+from exec.compiled.casts import scalar_casts
 from exec.compiled.codegen import Source, generate
 from exec.compiled.folding import drop_unread, fold_constants
 from exec.compiled.fusion import Fused, fuse
@@ -64,6 +65,7 @@ def _compile(fetches: list[Tensor], targets: list[Node], feeds: list[Tensor], rt
     drop_unread(program)
     calls = list(_calls(program.steps))
     row_reads = rows.specialise(program, calls, folded, constant_of)
+    casts = scalar_casts(calls)
     fuse(program)
     kernel_of = _kernel_chooser(program, rt, folded, row_reads.kernels)
     if wrap_kernel is not None:
@@ -71,8 +73,9 @@ def _compile(fetches: list[Tensor], targets: list[Node], feeds: list[Tensor], rt
     serial = next(_serial)
     filename = f"<compiled {name} #{serial}>"
     helpers = {"DEAD": runtime.DEAD, "TRUE": np.True_, "dead": runtime.dead, "failed": runtime.failed,
-               "interrupted": runtime.interrupted, "FETCHES": list(fetches)}
-    source = generate(program, name, kernel_of, constant_of, helpers, folded, row_reads.operators)
+               "interrupted": runtime.interrupted, "FETCHES": list(fetches), **casts.globals}
+    source = generate(program, name, kernel_of, constant_of, helpers, folded,
+                      {**row_reads.operators, **casts.operators})
     code = compile(source.text, filename, "exec")
     linecache.cache[filename] = (len(source.text), None, source.text.splitlines(keepends=True), filename)
     namespace = dict(source.globals)

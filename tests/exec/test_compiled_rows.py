@@ -1,6 +1,7 @@
-"""Compiled code's loops over arrays without a TensorArray (exec/compiled/rows.py): the values, dtypes
-and Python types of iterating the array in Python, the same errors as the dataflow executor for reads
-the specialisation cannot prove safe, and no change where a gradient or a write uses the TensorArray."""
+"""Compiled code's loops over arrays without a TensorArray (exec/compiled/rows.py) and its scalar casts
+(exec/compiled/casts.py): the values, dtypes and Python types of iterating the array in Python, the
+same errors as the dataflow executor for reads the specialisation cannot prove safe, and no change
+where a gradient or a write uses the TensorArray."""
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -210,3 +211,34 @@ def test_a_tensor_array_also_stacked_or_written_keeps_its_kernels():
     got = compiled.run([stacked, first, fourth], {xs: np.arange(3.0)})
     np.testing.assert_array_equal(got[0], np.arange(3.0))
     assert got[1:] == [0.0, 7.0]
+
+
+# ----------------------------------------------------------------------------- scalar casts
+
+def _limits(dtype):
+    dtype = np.dtype(dtype)
+    if dtype.kind == "b":
+        return [True, False]
+    if dtype.kind == "f":
+        info = np.finfo(dtype)
+        return [0.0, -0.0, 1.5, -2.5, np.nan, np.inf, -np.inf, info.max, info.min, info.tiny, info.eps]
+    info = np.iinfo(dtype)
+    return [info.min, info.max, 0, 1, info.max - 1, info.min + 1]
+
+
+@pytest.mark.parametrize("src", DTYPES)
+def test_safe_scalar_casts_are_constructor_calls_with_the_kernels_bits(src):
+    for dst in DTYPES:
+        if dst == src:
+            continue
+        g = G.Graph()
+        with g.as_default():
+            x = G.placeholder(src, [], name="x")
+            out = G.cast(x, dst)
+        compiled, dataflow = Session(g, mode="compiled"), Session(g, mode="dataflow")
+        source = compiled.compiled_source(out, [x])
+        assert ("Cast(" not in source) == np.can_cast(src, dst, "safe"), (src, dst, source)
+        with np.errstate(all="ignore"):
+            for v in _limits(src):
+                feed = {x: np.array(v, src)[()]}
+                _assert_exact(compiled.run(out, feed), dataflow.run(out, feed))
