@@ -60,6 +60,8 @@ def make_fast_call(name: str, parameters: int, required: int, defaults: tuple, s
         lines.append(f"    if {test}:")
         lines.append("        return MISS")
     args = [names[k] for k in fed]
+    if hasattr(run, "given"):  # a compiled entry: what the checks above settle, it need not check again
+        env["run"] = run.given([_checked(specs[k]) for k in fed])
     if captured:
         env["captured"] = captured
         lines += [f"    state = captured.read(({''.join(n + ', ' for n in names)}))",
@@ -102,6 +104,18 @@ def _check(spec, v: str, k: int, env: dict) -> str | None:
             (f" or {dims}" if dims else "")
     env[f"S{k}"] = tuple(shape)
     return f"type({v}) is not ndarray or {v}.dtype is not D{k} or {v}.shape != S{k}"
+
+
+def _checked(spec) -> tuple | None:
+    """(type, dtype, shape) of an argument that passed `_check(spec)`, where the check settles all three."""
+    if spec.kind in ("object", "variable", "static"):
+        return None
+    dtype = np.dtype(spec.dtype)
+    if spec.form == "python":
+        return (_PYTHON_TYPES[dtype], dtype, ())
+    if spec.form == "scalar":
+        return (dtype.type, dtype, ())
+    return None if None in spec.shape else (np.ndarray, dtype, tuple(spec.shape))
 
 
 def _leaf_expressions(leaves: list, env: dict) -> list[str]:

@@ -30,7 +30,20 @@ def make_entry(program: Program, feeds: list, checks: list, kinds: list, graph, 
     `kinds` how each fetch comes back ((kind, k, dtype): "t" the k-th tensor fetch converted
     to `dtype`, "v" Variable k's value after the run, else None). While `graph` changes
     nothing (its version), the entry runs `program` directly; after a change, `slow`. So does it while
-    `recording.profile` is not None (exec/profiler.py: a profile is open and `slow` records the run)."""
+    `recording.profile` is not None (exec/profiler.py: a profile is open and `slow` records the run).
+
+    `entry.given(given)` is the same entry for a caller that has checked its values already (a
+    `transpile.function`'s fast call, whose checks are its trace's signature): `given[k]` is None or
+    (type, dtype, shape) of the k-th value (values past the list's end: None), and the checks that
+    fact settles are left out."""
+    parts = (program, feeds, checks, kinds, graph, slow, to_numpy, recording)
+    entry = _entry(*parts, given=[None] * len(feeds))
+    entry.given = lambda given: _entry(*parts, given=[*given, *[None] * (len(feeds) - len(given))])
+    return entry
+
+
+def _entry(program: Program, feeds: list, checks: list, kinds: list, graph, slow: Callable, to_numpy: Callable,
+           recording, given: list) -> Callable:
     names = [f"v{k}" for k in range(len(feeds))]
     env = {"program": program.function, "graph": graph, "slow": slow, "to_numpy": to_numpy,
            "ndarray": np.ndarray, "VERSION": graph.version}
@@ -39,31 +52,59 @@ def make_entry(program: Program, feeds: list, checks: list, kinds: list, graph, 
     lines = [f"def entry({', '.join(names)}):",
              f"    if graph.version != VERSION{recorded}:",
              f"        return slow({', '.join(names)})"]
-    for k, (t, check) in enumerate(zip(feeds, checks, strict=True)):
+    for k, (t, check, known) in enumerate(zip(feeds, checks, given, strict=True)):
         env[f"check{k}"], env[f"D{k}"] = check, t.dtype
-        v = names[k]
-        if t.dtype is _dt.variant:
-            continue
-        if t.shape is not None and None not in t.shape and t.shape != ():
-            env[f"S{k}"] = t.shape
-            test = f"type({v}) is not ndarray or {v}.dtype is not D{k} or {v}.shape != S{k}"
-        elif t.dtype is np.dtype(t.dtype.type):
-            env[f"T{k}"] = t.dtype.type
-            test = f"type({v}) is not T{k}"
-            python = _PYTHON_SCALARS.get(t.dtype)
-            if python is not None:  # the Python scalar the check would convert, converted here
-                env[f"P{k}"] = python
-                in_range = f" and {_INT64_MIN} <= {v} <= {_INT64_MAX}" if python is int else ""
-                lines.append(f"    if type({v}) is P{k}{in_range}:")
-                lines.append(f"        {v} = T{k}({v})")
-                lines.append(f"    elif {test}:")
-                lines.append(f"        {v} = check{k}({v})")
-                continue
-        else:
-            test = "True"
-        lines.append(f"    if {test}:")
-        lines.append(f"        {v} = check{k}({v})")
+        if t.dtype is not _dt.variant:
+            lines += _feed_check(t, names[k], k, known, env)
     lines.append(f"    r = program({', '.join(names)})")
+    lines.append(f"    return [{', '.join(_results(kinds, env))}]")
+    source = "\n".join(lines) + "\n"
+    filename = f"<entry of {program.filename[1:-1]} #{next(_serial)}>"
+    linecache.cache[filename] = (len(source), None, source.splitlines(keepends=True), filename)
+    exec(compile(source, filename, "exec"), env)
+    return env["entry"]
+
+
+def _feed_check(t, v: str, k: int, known, env: dict) -> list[str]:
+    """The lines that pass fed value `v` on as tensor `t` takes it, checking or converting it where it is
+    not of `t`'s exact type, dtype and shape; `known` is what the caller checked of it ((type, dtype,
+    shape), or None)."""
+    static = t.shape is not None and None not in t.shape
+    if static and t.shape != ():
+        if known is not None and known[0] is np.ndarray and known[1] == t.dtype and tuple(known[2]) == t.shape:
+            return []
+        env[f"S{k}"] = t.shape
+        test = f"type({v}) is not ndarray or {v}.dtype is not D{k} or {v}.shape != S{k}"
+    elif t.dtype is np.dtype(t.dtype.type):
+        if known is not None and known[0] is t.dtype.type and t.shape == ():
+            return []
+        env[f"T{k}"] = t.dtype.type
+        test = f"type({v}) is not T{k}"
+        python = _PYTHON_SCALARS.get(t.dtype)
+        if python is not None:  # the Python scalar the check would convert, converted here
+            return _python_scalar(v, k, python, known is not None and known[0] is python and t.shape == (), test, env)
+    else:
+        test = "True"
+    return [f"    if {test}:", f"        {v} = check{k}({v})"]
+
+
+def _python_scalar(v: str, k: int, python: type, known: bool, test: str, env: dict) -> list[str]:
+    """The lines that convert `v`, a Python scalar of type `python` (`known`: certainly one), to tensor
+    k's numpy scalar, and check it otherwise."""
+    env[f"P{k}"] = python
+    in_range = f"{_INT64_MIN} <= {v} <= {_INT64_MAX}" if python is int else ""
+    if known and not in_range:
+        return [f"    {v} = T{k}({v})"]
+    if known:
+        return [f"    if {in_range}:", f"        {v} = T{k}({v})", "    else:", f"        {v} = check{k}({v})"]
+    return [f"    if type({v}) is P{k}{' and ' + in_range if in_range else ''}:",
+            f"        {v} = T{k}({v})",
+            f"    elif {test}:",
+            f"        {v} = check{k}({v})"]
+
+
+def _results(kinds: list, env: dict) -> list[str]:
+    """Per fetch, the expression of its value as the caller gets it from the program's results `r`."""
     out = []
     for j, (kind, k, dtype) in enumerate(kinds):
         if kind == "t":
@@ -79,9 +120,4 @@ def make_entry(program: Program, feeds: list, checks: list, kinds: list, graph, 
             out.append(f"VAR{j}.value")
         else:
             out.append("None")
-    lines.append(f"    return [{', '.join(out)}]")
-    source = "\n".join(lines) + "\n"
-    filename = f"<entry of {program.filename[1:-1]} #{next(_serial)}>"
-    linecache.cache[filename] = (len(source), None, source.splitlines(keepends=True), filename)
-    exec(compile(source, filename, "exec"), env)
-    return env["entry"]
+    return out

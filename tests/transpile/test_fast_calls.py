@@ -86,6 +86,32 @@ def test_python_and_numpy_scalars_are_traced_apart():
     assert f(x, 0.5).dtype == np.float32 and f.traces == 2
 
 
+def test_warm_calls_convert_python_scalars_as_the_general_path_does():
+    # the compiled entry leaves out the checks the fast call's own settle (exec/compiled/entry.py, `given`),
+    # not the conversion of Python scalars to the traced numpy scalars, nor the range check of an int
+    @transpile.function(mode="compiled")
+    def f(a, b, c, d, e):
+        return a + b, c * 2, d * b, e + c
+
+    args = (np.float64(1.5), 2.5, 7, np.arange(3.0), np.int32(4))
+    f(*args)
+    assert _fits_its_trace(f, *args)
+    names = ("a", "b", "c", "d", "e")
+    for values in (args, (np.float64(-0.0), -1e300, -3, np.ones(3), np.int32(-5))):
+        warm, general = f(*values), f(**dict(zip(names, values)))  # keyword calls take the general path
+        for got, want in zip(warm, general, strict=True):
+            assert type(got) is type(want) and np.asarray(got).dtype == np.asarray(want).dtype
+            np.testing.assert_array_equal(got, want)
+    assert f.traces == 1
+    big = (*args[:2], 2**70, *args[3:])  # a Python int past int64: the check's error, on both paths
+    messages = []
+    for call in (lambda: f(*big), lambda: f(**dict(zip(names, big)))):
+        with pytest.raises(ValueError, match="out of the range of int64") as info:
+            call()
+        messages.append(str(info.value))
+    assert messages[0] == messages[1]
+
+
 def test_methods_keyword_calls_and_variables():
     v = graph.Variable(np.zeros(2), name="v")
 
