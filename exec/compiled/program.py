@@ -16,6 +16,7 @@ from exec.compiled.folding import drop_unread, fold_constants
 from exec.compiled.fusion import Fused, fuse
 from exec.compiled.structure import Call, Loop, Structured, structure
 from exec.compiled.threads import LoadAwareBlas, uses_threaded_blas
+from exec.compiled.truth import tested_only
 from exec.donation import donatable_slot, exclusive_inputs
 from graph.node import Node, Tensor
 
@@ -75,7 +76,7 @@ def _compile(fetches: list[Tensor], targets: list[Node], feeds: list[Tensor], rt
     helpers = {"DEAD": runtime.DEAD, "TRUE": np.True_, "dead": runtime.dead, "failed": runtime.failed,
                "interrupted": runtime.interrupted, "FETCHES": list(fetches), **casts.globals}
     source = generate(program, name, kernel_of, constant_of, helpers, folded,
-                      {**row_reads.operators, **casts.operators})
+                      {**row_reads.operators, **casts.operators, **tested_only(program)})
     code = compile(source.text, filename, "exec")
     linecache.cache[filename] = (len(source.text), None, source.text.splitlines(keepends=True), filename)
     namespace = dict(source.globals)
