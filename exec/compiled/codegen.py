@@ -64,9 +64,10 @@ class _Stmt:
 
 class _Emitter:
     def __init__(self, program: Structured, kernel_of: Callable, constant_of: Callable, helpers: dict,
-                 folded: dict, operators: dict):
+                 folded: dict, operators: dict, inits: dict):
         self.program = program
         self.operators = operators
+        self.inits = inits
         self.folded = folded
         self.kernel_of = kernel_of
         self.constant_of = constant_of
@@ -249,7 +250,7 @@ class _Emitter:
                 if m.shape == ():
                     self.scalars.add(self.names[key])
         merges = [self.name(m) for m, _ in s.init]
-        init = [self.name(v) for _, v in s.init]
+        init = [self.inits.get((m.node.id, m.index)) or self.name(v) for m, v in s.init]
         counter = self.namer.fresh("n_" + _base_name(s.frame.name))
         head = self.statements(s.head)
         tail = self.statements(s.tail)
@@ -264,7 +265,7 @@ class _Emitter:
         back = self.stmt((), {v for _, v in moved} | {m for m, v in zip(merges, nexts, strict=True) if m == v},
                          set(merges))
         level = head + [brk] + body + [back]
-        uses = _free(level, params=set(merges)) | set(init)
+        uses = _free(level, params=set(merges)) | {v for v in init if v.isidentifier()}
         where = f"  # {s.context.describe()}" if s.context is not None else f"  # frame {s.frame.name}"
 
         def write_break(lines, depth):
@@ -469,7 +470,7 @@ def _base(node: Node, port: int) -> str:
 
 
 def generate(program: Structured, name: str, kernel_of: Callable, constant_of: Callable, helpers: dict,
-             folded: dict, operators: dict | None = None) -> Source:
+             folded: dict, operators: dict | None = None, inits: dict | None = None) -> Source:
     """The source of `def name(*fed values): ... return [fetched values]` for `program`.
 
     `kernel_of(node)` is the callable a node's line calls (named by its `kernel_name` attribute where it
@@ -477,9 +478,10 @@ def generate(program: Structured, name: str, kernel_of: Callable, constant_of: C
     `folded` the values computed at compile time ((node id, port) -> value: constants too);
     `helpers` are the runtime names the code uses besides (DEAD, TRUE, failed, interrupted, dead, FETCHES, LINES,
     LOOPS); `operators` the nodes written as an expression instead of a call (node -> format string of
-    its arguments, e.g. `{}[{}]`), besides scalar arithmetic.
+    its arguments, e.g. `{}[{}]`), besides scalar arithmetic; `inits` the loop variables that start at a
+    literal instead of their initial value's name ((node id, port) of the Merge -> source text, e.g. `0`).
     """
-    e = _Emitter(program, kernel_of, constant_of, helpers, folded, operators or {})
+    e = _Emitter(program, kernel_of, constant_of, helpers, folded, operators or {}, inits or {})
     e.coalesce(program.steps, reads(program))
     params = [e.name(t) for t in program.params]
     stmts = e.statements(program.steps)

@@ -79,6 +79,17 @@ def _fold_call(s: Call, values: dict, kernel_of, constant_of) -> bool:
 _NOT_CONSTANT = object()
 
 
+def constant_lookup(folded: dict, constant_of, fed: frozenset):
+    """`value(t)`: tensor t's value where the program has it as a constant (folded, or a Const that is
+    not fed), else None."""
+    def value(t: Tensor):
+        got = folded.get((t.node.id, t.index))
+        if got is None and t.node.op == CONST and t.node not in fed:
+            got = constant_of(t.node)
+        return got
+    return value
+
+
 def _constant(t: Tensor, values: dict, constant_of):
     got = values.get((t.node.id, t.index), _NOT_CONSTANT)
     if got is _NOT_CONSTANT and t.node.op == CONST:

@@ -12,11 +12,12 @@ from exec import layout
 from exec.compiled import rows, runtime
 from exec.compiled.casts import scalar_casts
 from exec.compiled.codegen import Source, generate
-from exec.compiled.folding import drop_unread, fold_constants
+from exec.compiled.counters import find_counters, python_ints
+from exec.compiled.folding import constant_lookup, drop_unread, fold_constants
 from exec.compiled.fusion import Fused, fuse
 from exec.compiled.structure import Call, Loop, Structured, structure
 from exec.compiled.threads import LoadAwareBlas, uses_threaded_blas
-from exec.compiled.truth import tested_only
+from exec.compiled.truth import Tested
 from exec.donation import donatable_slot, exclusive_inputs
 from graph.node import Node, Tensor
 
@@ -65,9 +66,14 @@ def _compile(fetches: list[Tensor], targets: list[Node], feeds: list[Tensor], rt
                             frozenset(program.fed))
     drop_unread(program)
     calls = list(_calls(program.steps))
-    row_reads = rows.specialise(program, calls, folded, constant_of)
+    value = constant_lookup(folded, constant_of, frozenset(program.fed))
+    counters = find_counters(program.steps, {(t.node.id, t.index): c for c in calls for t in c.outs if t is not None},
+                             value)
+    row_reads = rows.specialise(program, calls, counters, value)
     casts = scalar_casts(calls)
     fuse(program)
+    tested = Tested(program)
+    ints = python_ints(counters, tested, set(row_reads.kernels) | set(row_reads.operators), value)
     kernel_of = _kernel_chooser(program, rt, folded, row_reads.kernels)
     if wrap_kernel is not None:
         kernel_of = _wrapped(kernel_of, wrap_kernel)
@@ -75,8 +81,8 @@ def _compile(fetches: list[Tensor], targets: list[Node], feeds: list[Tensor], rt
     filename = f"<compiled {name} #{serial}>"
     helpers = {"DEAD": runtime.DEAD, "TRUE": np.True_, "dead": runtime.dead, "failed": runtime.failed,
                "interrupted": runtime.interrupted, "FETCHES": list(fetches), **casts.globals}
-    source = generate(program, name, kernel_of, constant_of, helpers, folded,
-                      {**row_reads.operators, **casts.operators, **tested_only(program)})
+    operators = {**row_reads.operators, **casts.operators, **tested.logical, **ints.operators}
+    source = generate(program, name, kernel_of, constant_of, helpers, folded, operators, ints.inits)
     code = compile(source.text, filename, "exec")
     linecache.cache[filename] = (len(source.text), None, source.text.splitlines(keepends=True), filename)
     namespace = dict(source.globals)

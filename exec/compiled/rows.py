@@ -11,10 +11,10 @@ row, read or not: a loop that breaks early paid for the whole array), and a read
 against ~50 ns for the subscript.
 
 A subscript wraps a negative index around where a TensorArray raises, so it is written only
-where the index cannot be negative: a non-negative constant, an unsigned integer, or an int64
-loop counter that starts at a non-negative constant and adds a constant from 0 to `_MAX_STEP`
-(2^16) each iteration (it would take centuries to wrap around). Any other index is read by
-`RowAt`, which raises for a negative index as a TensorArray does. An index past the end raises
+where the index cannot be negative: a non-negative constant, an unsigned integer, or a loop
+counter (exec/compiled/counters.py: from a non-negative constant up by a constant each
+iteration). Any other index is read by `RowAt`, which raises for a negative index as a
+TensorArray does. An index past the end raises
 numpy's IndexError; like every kernel's error, it is reported naming the user's line and the
 loop iterations.
 """
@@ -28,10 +28,8 @@ import numpy as np
 from exec.compiled.folding import reads
 from exec.compiled.structure import Call, Loop, Structured
 from graph.node import Tensor
-from graph.op_names import CONST
 
 _UNSTACK, _NEW, _READ, _SIZE = "TensorArrayUnstack", "TensorArrayNew", "TensorArrayRead", "TensorArraySize"
-_MAX_STEP = 1 << 16
 
 
 @dataclass(eq=False)
@@ -42,25 +40,17 @@ class RowReads:
     operators: dict = field(default_factory=dict)
 
 
-def specialise(program: Structured, calls: list[Call], folded: dict, constant_of: Callable) -> RowReads:
-    """Rewrites in `program`'s steps (whose calls are `calls`) every TensorArray that is only unstacked from one value and
-    read (see the module doc): its `TensorArrayNew` call goes, its `TensorArrayUnstack` call binds
-    the rows, its reads subscript them. `folded` and `constant_of` are the compiler's: the values
-    computed at compile time, and a Const node's value."""
-    def value(t: Tensor):
-        """`t`'s value where it is a constant of the program, else None."""
-        got = folded.get(_key(t))
-        if got is None and t.node.op == CONST and t.node not in program.fed:
-            got = constant_of(t.node)
-        return got
-
+def specialise(program: Structured, calls: list[Call], counters: dict, value: Callable) -> RowReads:
+    """Rewrites in `program`'s steps (whose calls are `calls`) every TensorArray that is only unstacked
+    from one value and read (see the module doc): its `TensorArrayNew` call goes, its `TensorArrayUnstack`
+    call binds the rows, its reads subscript them. `counters` are the loops' counters (exec/compiled/
+    counters.py), `value(t)` t's constant value or None."""
     producer = {_key(t): c for c in calls for t in c.outs if t is not None}
     readers: dict = {}
     for c in calls:
         for t in c.args:
             readers.setdefault(_key(t), []).append(c)
     counts = reads(program)
-    counters = _counters(program.steps, producer, value)
     out = RowReads()
     dropped: set = set()
     for c in calls:
@@ -145,31 +135,8 @@ def _only_reads(user: Call, flow: Tensor) -> bool:
         getattr(user.args[1].dtype, "kind", None) in ("i", "u")
 
 
-def _never_negative(index: Tensor, counters: set, value: Callable) -> bool:
+def _never_negative(index: Tensor, counters: dict, value: Callable) -> bool:
     return index.dtype.kind == "u" or _key(index) in counters or _constant_in(value(index), 0, None)
-
-
-def _counters(steps: list, producer: dict, value: Callable) -> set:
-    """The loop variables (keys) that start at a non-negative int64 constant and that each iteration
-    leaves or adds a constant from 0 to `_MAX_STEP` to."""
-    out = set()
-    for loop in _loops(steps):
-        for (merge, init), (_, nxt) in zip(loop.init, loop.back, strict=True):
-            if merge.dtype != np.int64 or not _constant_in(value(init), 0, None):
-                continue
-            step = producer.get(_key(nxt))
-            if _key(nxt) == _key(merge) or step is not None and step.node.op == "Add" and \
-                    _adds_constant(step, merge, value):
-                out.add(_key(merge))
-    return out
-
-
-def _adds_constant(step: Call, merge: Tensor, value: Callable) -> bool:
-    a, b = step.args
-    for x, c in ((a, b), (b, a)):
-        if _key(x) == _key(merge) and c.dtype == np.int64 and _constant_in(value(c), 0, _MAX_STEP):
-            return True
-    return False
 
 
 def _constant_in(value, low: int, high: int | None) -> bool:
@@ -180,14 +147,6 @@ def _constant_in(value, low: int, high: int | None) -> bool:
 
 def _key(t: Tensor) -> tuple:
     return (t.node.id, t.index)
-
-
-def _loops(steps: list):
-    for s in steps:
-        if isinstance(s, Loop):
-            yield s
-            for part in (s.head, s.tail, s.body):
-                yield from _loops(part)
 
 
 def _drop(steps: list, nodes: set) -> None:

@@ -17,29 +17,38 @@ _WRITTEN = {"LogicalNot": "not {}", "LogicalAnd": "({} and {})", "LogicalOr": "(
 _TESTED = "tested"  # a read that is a truth test: a guard or a loop predicate
 
 
-def tested_only(program: Structured) -> dict:
-    """The logical ops of `program` read by truth tests only: node -> its Python expression (a format
-    string of its arguments), for codegen's `operators`."""
-    candidates: dict = {}  # key -> the Call or Select computing a scalar bool that may be tested only
-    for s in _steps(program.steps):
-        if isinstance(s, Call) and s.node.op in _WRITTEN and _scalar_bools([*s.node.inputs, *s.node.outputs]):
-            candidates[_key(s.node.outputs[0])] = s
-        elif isinstance(s, Select) and s.index_out is None and _scalar_bools([s.out]):
-            candidates[_key(s.out)] = s
-    readers = _readers(program)
-    while True:  # drop the candidates that something other than a test or a kept candidate reads
-        dropped = [key for key in candidates if not all(
-            r == _TESTED or r is not None and _key_of(r) in candidates for r in readers.get(key, [None]))]
-        if not dropped:
-            break
-        for key in dropped:
-            del candidates[key]
-    return {s.node: _WRITTEN[s.node.op] for s in candidates.values() if isinstance(s, Call)}
+class Tested:
+    """Which values of a program only truth tests read: `logical` are the logical ops written with Python's
+    operators (node -> format string of its arguments, for codegen's `operators`); `only_tested(key)` says
+    it of any value."""
+
+    def __init__(self, program: Structured):
+        self.readers = readers(program)
+        candidates: dict = {}  # key -> the Call or Select computing a scalar bool that may be tested only
+        for s in _steps(program.steps):
+            if isinstance(s, Call) and s.node.op in _WRITTEN and _scalar_bools([*s.node.inputs, *s.node.outputs]):
+                candidates[_key(s.node.outputs[0])] = s
+            elif isinstance(s, Select) and s.index_out is None and _scalar_bools([s.out]):
+                candidates[_key(s.out)] = s
+        self.kept = candidates
+        while True:  # drop the candidates that something other than a test or a kept candidate reads
+            dropped = [key for key in candidates if not self.only_tested(key)]
+            if not dropped:
+                break
+            for key in dropped:
+                del candidates[key]
+        self.logical = {s.node: _WRITTEN[s.node.op] for s in candidates.values() if isinstance(s, Call)}
+
+    def only_tested(self, key: tuple) -> bool:
+        """Whether value `key` is read, at least once, by truth tests and the logical ops and cond results
+        that only they read."""
+        return all(r == _TESTED or (isinstance(r, Select) or isinstance(r, Call) and r.node.op in _WRITTEN) and
+                   _key_of(r) in self.kept for r in self.readers.get(key, [None]))
 
 
-def _readers(program: Structured) -> dict:
-    """key -> what reads that value, each read once: _TESTED, the logical Call or the Select reading it,
-    or None (anything else)."""
+def readers(program: Structured) -> dict:
+    """key -> what reads that value, each read once: _TESTED (a guard or a loop predicate), the Call or
+    Select reading it, or None (a loop's variables and exits, a fetch)."""
     out: dict = {}
 
     def read(t: Tensor, by) -> None:
@@ -53,7 +62,7 @@ def _readers(program: Structured) -> dict:
         tested(s.guard)
         if isinstance(s, Call):
             for t in s.args:
-                read(t, s if s.node.op in _WRITTEN else None)
+                read(t, s)
         elif isinstance(s, Select):
             read(s.source, s)
         elif isinstance(s, Loop):
