@@ -228,7 +228,8 @@ class MutableArray:
             # the written name itself, held by a frame of converted code from before the loop, is not another:
             # the user's function has one variable of that name
             written_name, _ = other_references(written)
-            others = [o for o in others if not (written_name and o.startswith(f"variable '{written_name}'"))]
+            others = [o for o in others if not (written_name and o.startswith(f"variable '{written_name}'"))
+                      and not o.startswith(_CELL)]  # (converted code's own closures hold the name's old array)
             if others:
                 raise StagingError(
                     f"an array written here is, after {link.where}, the same numpy array as one that is also "
@@ -570,6 +571,11 @@ def link_on_path(a: MutableArray, b: MutableArray, when: Tensor | None, where: s
         if state.tracing:
             state.writes.append((x, _Unlinked(x.same_when)))
         x.same_when = (*x.same_when, SameWhen(y, when, where))
+
+
+# how array_aliases describes a closure cell: the functions converted code generates for branches and loop
+# bodies keep the variables they read in cells, so a cell is not told from the user's closures here
+_CELL = "a variable of an enclosing function"
 
 
 def _shape_of(value) -> tuple | None:
