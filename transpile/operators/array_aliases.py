@@ -60,6 +60,12 @@ def _written_by_statement(frame, names: list[str]) -> str | None:
     return None
 
 
+def variables_naming(array) -> list[str]:
+    """The variables of converted code on this thread's stack bound to `array` (without the walk of its
+    other referrers `other_references` makes, which costs a pass over every object alive)."""
+    return list(dict.fromkeys(n for f in _converted_frames() for n in _names_in(f, array)))
+
+
 def other_references(array) -> tuple[str | None, list[str]]:
     """(the name of the variable being written, or None, descriptions of the other references to
     `array` that Python code can see it through)."""

@@ -28,7 +28,7 @@ import numpy as np
 import graph
 from graph.node import Tensor
 from graph.ops import numpy_api, tensor_methods
-from transpile.operators.array_aliases import other_references, refuse_if_shared
+from transpile.operators.array_aliases import refuse_if_shared, variables_naming
 from transpile.operators.array_views import (
     Index,
     Reshape,
@@ -223,13 +223,10 @@ class MutableArray:
     def _follow(self, written: "MutableArray", link: "SameWhen") -> None:
         # `written` is this array where `link.when` holds: there its new contents are this one's too
         if link.when is None:  # a path the graph does not tell: refused where Python code can see this array
-            name, others = other_references(self)  # (no name writes this array: `name` is one more)
-            others = ([f"variable '{name}'"] if name else []) + others
-            # the written name itself, held by a frame of converted code from before the loop, is not another:
-            # the user's function has one variable of that name
-            written_name, _ = other_references(written)
-            others = [o for o in others if not (written_name and o.startswith(f"variable '{written_name}'"))
-                      and not o.startswith(_CELL)]  # (converted code's own closures hold the name's old array)
+            # the variables naming it (a name of the written array, held by a frame of converted code from
+            # before the loop, is not another: the user's function has one variable of that name)
+            written_names = set(variables_naming(written))
+            others = [f"variable '{n}'" for n in variables_naming(self) if n not in written_names]
             if others:
                 raise StagingError(
                     f"an array written here is, after {link.where}, the same numpy array as one that is also "
@@ -571,11 +568,6 @@ def link_on_path(a: MutableArray, b: MutableArray, when: Tensor | None, where: s
         if state.tracing:
             state.writes.append((x, _Unlinked(x.same_when)))
         x.same_when = (*x.same_when, SameWhen(y, when, where))
-
-
-# how array_aliases describes a closure cell: the functions converted code generates for branches and loop
-# bodies keep the variables they read in cells, so a cell is not told from the user's closures here
-_CELL = "a variable of an enclosing function"
 
 
 def _shape_of(value) -> tuple | None:
