@@ -20,7 +20,7 @@ from typing import Callable
 
 import numpy as np
 
-from exec.compiled.structure import Call, Loop
+from exec.compiled.structure import Call, Loop, tensor_key
 from exec.compiled.truth import Tested
 from graph.node import Tensor
 
@@ -53,12 +53,12 @@ def find_counters(steps: list, producer: dict, value: Callable) -> dict:
     out = {}
     for loop in _loops(steps):
         for (merge, init), (_, nxt) in zip(loop.init, loop.back, strict=True):
-            start, step = value(init), producer.get(_key(nxt))
+            start, step = value(init), producer.get(tensor_key(nxt))
             if merge.dtype != np.int64 or not _int_in(start, 0, None) or step is None or step.node.op != "Add":
                 continue
             by = _added(step, merge, value)
             if by is not None:
-                out[_key(merge)] = Counter(merge, int(start), step, by)
+                out[tensor_key(merge)] = Counter(merge, int(start), step, by)
     return out
 
 
@@ -77,16 +77,16 @@ def python_ints(counters: dict, tested: Tested, row_reads: set, value: Callable)
 def _written(c: Counter, key: tuple, tested: Tested, row_reads: set, value: Callable) -> dict | None:
     """The step and comparisons of counter `c` written with Python ints (node -> format string), or None
     where something sees the counter's type."""
-    if tested.readers.get(_key(c.step.node.outputs[0])) != [None]:
+    if tested.readers.get(tensor_key(c.step.node.outputs[0])) != [None]:
         return None  # the step's value is read by more than the back edge
-    written = {c.step.node: "{0} + %d" % c.by if _key(c.step.args[0]) == key else "%d + {1}" % c.by}
+    written = {c.step.node: "{0} + %d" % c.by if tensor_key(c.step.args[0]) == key else "%d + {1}" % c.by}
     for r in tested.readers.get(key, []):
         if r is c.step:
             continue
         if not isinstance(r, Call):
             return None
         if r.node in row_reads or r.node.op in _READS:
-            if _key(r.args[0]) == key or _key(r.args[1]) != key:
+            if tensor_key(r.args[0]) == key or tensor_key(r.args[1]) != key:
                 return None
             continue
         template = _comparison(r, key, tested, value)
@@ -103,11 +103,11 @@ def _comparison(r: Call, key: tuple, tested: Tested, value: Callable) -> str | N
     op = _COMPARISONS.get(r.node.op)
     if op is None or len(r.args) != 2 or any(t.dtype != np.int64 or t.shape != () for t in r.args):
         return None
-    (j, other), = [(j, t) for j, t in enumerate(r.args) if _key(t) != key] or [(None, None)]
+    (j, other), = [(j, t) for j, t in enumerate(r.args) if tensor_key(t) != key] or [(None, None)]
     if other is None:
         return None
     constant = value(other)
-    if constant is None or not tested.only_tested(_key(r.node.outputs[0])):
+    if constant is None or not tested.only_tested(tensor_key(r.node.outputs[0])):
         return None
     sides = ["{%d}" % (1 - j), str(int(constant))] if j == 1 else [str(int(constant)), "{%d}" % (1 - j)]
     return f"{sides[0]} {op} {sides[1]}"
@@ -116,7 +116,7 @@ def _comparison(r: Call, key: tuple, tested: Tested, value: Callable) -> str | N
 def _added(step: Call, merge: Tensor, value: Callable) -> int | None:
     a, b = step.args
     for x, c in ((a, b), (b, a)):
-        if _key(x) == _key(merge) and c.dtype == np.int64 and _int_in(value(c), 0, MAX_STEP):
+        if tensor_key(x) == tensor_key(merge) and c.dtype == np.int64 and _int_in(value(c), 0, MAX_STEP):
             return int(value(c))
     return None
 
@@ -125,10 +125,6 @@ def _int_in(v, low: int, high: int | None) -> bool:
     if v is None or np.ndim(v) != 0 or np.asarray(v).dtype.kind not in "iu":
         return False
     return low <= v and (high is None or v <= high)
-
-
-def _key(t: Tensor) -> tuple:
-    return (t.node.id, t.index)
 
 
 def _loops(steps: list):

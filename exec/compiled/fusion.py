@@ -38,9 +38,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from exec.compiled.folding import reads
-from exec.compiled.structure import Call, Loop, Select, Structured
+from exec.compiled.structure import Call, Loop, Select, Structured, tensor_key
 from graph import shapes as _sh
-from graph.node import Tensor
 
 # The per-element form of each op, written as its numpy kernel computes it (operands {0}, {1}; ONE is the
 # dtype's 1): TanhGrad is (1 - y*y) * dy and SigmoidGrad ((1 - y) * y) * dy in exec/kernels/math.py.
@@ -101,10 +100,6 @@ def _fuse_block(steps: list, counts: dict) -> None:
 
 # ----------------------------------------------------------------------------- finding chains
 
-def _key(t: Tensor) -> tuple:
-    return (t.node.id, t.index)
-
-
 def _member(s) -> tuple | None:
     """(shape, dtype) of a call that may join a chain, else None."""
     if not isinstance(s, Call) or s.node.op not in FUSABLE or len(s.node.outputs) != 1 or s.outs[0] is None:
@@ -126,7 +121,7 @@ def _chains(steps: list) -> list[list[Call]]:
     made = {}  # value key -> the candidate call that makes it
     for s in steps:
         if kind[id(s)] is not None:
-            made[_key(s.outs[0])] = s
+            made[tensor_key(s.outs[0])] = s
     parent = {id(s): id(s) for s in steps if kind[id(s)] is not None}
 
     def root(x):
@@ -138,11 +133,11 @@ def _chains(steps: list) -> list[list[Call]]:
         if kind[id(s)] is None:
             continue
         for t in s.args:
-            src = made.get(_key(t))
+            src = made.get(tensor_key(t))
             if src is not None and src.guard == s.guard and kind[id(src)] == kind[id(s)]:
                 parent[root(id(src))] = root(id(s))
             if t.shape != ():
-                other = readers.setdefault((_key(t), s.guard, kind[id(s)]), s)
+                other = readers.setdefault((tensor_key(t), s.guard, kind[id(s)]), s)
                 parent[root(id(other))] = root(id(s))
     groups: dict = {}
     for s in steps:
@@ -157,16 +152,16 @@ def _convex(steps: list, chain: list) -> bool:
     members = {id(s) for s in chain}
     first, last = steps.index(chain[0]), steps.index(chain[-1])
     tainted: set = set()  # values computed from the chain's values by steps that are not in it
-    made_by_chain = {_key(s.outs[0]) for s in chain}
+    made_by_chain = {tensor_key(s.outs[0]) for s in chain}
     moved_seen = False
     for s in steps[first:last + 1]:
-        ins = {_key(t) for t in _step_reads(s)}
+        ins = {tensor_key(t) for t in _step_reads(s)}
         if id(s) in members:
             if ins & tainted:
                 return False
             continue
         if ins & (tainted | made_by_chain):
-            tainted |= {_key(t) for t in _step_writes(s)}
+            tainted |= {tensor_key(t) for t in _step_writes(s)}
             moved_seen = True
         elif moved_seen:
             return False  # it would run before a step written before it
@@ -205,12 +200,12 @@ def _replace(steps: list, chain: list, counts: dict) -> None:
     """Puts the chain's Fused step where its last call was, the steps between that read its values after it."""
     members = {id(s) for s in chain}
     first, last = steps.index(chain[0]), steps.index(chain[-1])
-    made = {_key(s.outs[0]): s.outs[0] for s in chain}
+    made = {tensor_key(s.outs[0]): s.outs[0] for s in chain}
     inner_reads: dict = {}
     inputs: dict = {}
     for s in chain:
         for t in s.args:
-            k = _key(t)
+            k = tensor_key(t)
             if k in made:
                 inner_reads[k] = inner_reads.get(k, 0) + 1
             else:
@@ -220,8 +215,8 @@ def _replace(steps: list, chain: list, counts: dict) -> None:
     for s in steps[first:last + 1]:
         if id(s) in members:
             continue
-        if {_key(t) for t in _step_reads(s)} & tainted:
-            tainted |= {_key(t) for t in _step_writes(s)}
+        if {tensor_key(t) for t in _step_reads(s)} & tainted:
+            tainted |= {tensor_key(t) for t in _step_writes(s)}
             moved.append(s)
         else:
             stay.append(s)
@@ -323,20 +318,20 @@ def kernel_source(chain: list, inputs: list, outputs: list, shape: tuple, dtype)
     for k, t in enumerate(inputs):
         params.append(f"x{k}")
         if t.shape == ():
-            names[_key(t)] = f"x{k}"
+            names[tensor_key(t)] = f"x{k}"
         else:
-            names[_key(t)] = f"a{k}"
+            names[tensor_key(t)] = f"a{k}"
             arrays.append(f"x{k}")
             loads.append(f"a{k} = x{k}[{index}]")
     body = []
     for k, s in enumerate(chain):
-        args = [names[_key(t)] for t in s.args]
-        names[_key(s.outs[0])] = f"v{k}"
+        args = [names[tensor_key(t)] for t in s.args]
+        names[tensor_key(s.outs[0])] = f"v{k}"
         body.append(f"v{k} = {FUSABLE[s.node.op].format(*args)}")
     outs = [f"y{k}" for k in range(len(outputs))]
     for y, t in zip(outs, outputs):
-        body.append(f"{y}[{index}] = {names[_key(t)]}")
-        body.append(f"bad |= not abs({names[_key(t)]}) < INF")
+        body.append(f"{y}[{index}] = {names[tensor_key(t)]}")
+        body.append(f"bad |= not abs({names[tensor_key(t)]}) < INF")
     results = ", ".join(outs)
     lines = [f"def kernel({', '.join(params)}):"]
     lines += [f"    {y} = np.empty({shape!r}, np.{dtype.name})" for y in outs]

@@ -37,6 +37,12 @@ class Unstructured(Exception):
 
 # ----------------------------------------------------------------------------- program records
 
+
+def tensor_key(t: Tensor) -> tuple:
+    """`t` as a key of the compiler's tables: its node's id and output index (tensors are not hashed by value)."""
+    return (t.node.id, t.index)
+
+
 @dataclass(eq=False)
 class Call:
     """`outs = kernel(*args)` for a node with a kernel; `outs[k]` None: output k is not used."""
@@ -106,8 +112,7 @@ class _Structurer:
     # -- values --------------------------------------------------------------------------------
     def value_key(self, t: Tensor) -> tuple:
         """The key of the variable holding `t`'s value in compiled code."""
-        t = self.canonical(t)
-        return (t.node.id, t.index)
+        return tensor_key(self.canonical(t))
 
     def canonical(self, t: Tensor) -> Tensor:
         """The tensor whose variable holds `t`'s value in compiled code (renames looked through)."""

@@ -10,7 +10,7 @@ anything else reads (a kernel, a loop variable, a fetch) keeps numpy's operator 
 """
 from __future__ import annotations
 
-from exec.compiled.structure import Call, Loop, Select, Structured
+from exec.compiled.structure import Call, Loop, Select, Structured, tensor_key
 from graph.node import Tensor
 
 _WRITTEN = {"LogicalNot": "not {}", "LogicalAnd": "({} and {})", "LogicalOr": "({} or {})"}
@@ -27,9 +27,9 @@ class Tested:
         candidates: dict = {}  # key -> the Call or Select computing a scalar bool that may be tested only
         for s in _steps(program.steps):
             if isinstance(s, Call) and s.node.op in _WRITTEN and _scalar_bools([*s.node.inputs, *s.node.outputs]):
-                candidates[_key(s.node.outputs[0])] = s
+                candidates[tensor_key(s.node.outputs[0])] = s
             elif isinstance(s, Select) and s.index_out is None and _scalar_bools([s.out]):
-                candidates[_key(s.out)] = s
+                candidates[tensor_key(s.out)] = s
         self.kept = candidates
         while True:  # drop the candidates that something other than a test or a kept candidate reads
             dropped = [key for key in candidates if not self.only_tested(key)]
@@ -52,7 +52,7 @@ def readers(program: Structured) -> dict:
     out: dict = {}
 
     def read(t: Tensor, by) -> None:
-        out.setdefault(_key(t), []).append(by)
+        out.setdefault(tensor_key(t), []).append(by)
 
     def tested(guard) -> None:
         for key, _ in guard or ():
@@ -78,15 +78,11 @@ def readers(program: Structured) -> dict:
 
 
 def _key_of(step) -> tuple:
-    return _key(step.node.outputs[0] if isinstance(step, Call) else step.out)
+    return tensor_key(step.node.outputs[0] if isinstance(step, Call) else step.out)
 
 
 def _scalar_bools(tensors: list) -> bool:
     return all(t.shape == () and getattr(t.dtype, "kind", None) == "b" for t in tensors)
-
-
-def _key(t: Tensor) -> tuple:
-    return (t.node.id, t.index)
 
 
 def _steps(steps: list):
